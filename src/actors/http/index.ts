@@ -1,0 +1,36 @@
+import uWS from 'uWebSockets.js';
+import type { ControlApi } from '../../messages/lifecycle.js';
+import { UpdaterError } from '../../shared/errors.js';
+import { collectMetrics, setLevel } from '../control.js';
+import { runActor } from '../runtime.js';
+import { createHttpMetrics } from './metrics.js';
+import { exchange, sendError } from './respond.js';
+import { registerDeviceRoutes } from './routes.js';
+
+/** How long a drain lets open downloads finish before the listener goes away regardless. */
+const DRAIN_DOWNLOADS_MS = 10_000;
+
+await runActor(async (ctx) => {
+  const { host, port } = ctx.config.listen.http;
+  const app = uWS.App();
+  const downloads = new Set<Promise<void>>();
+  let draining = false;
+  registerDeviceRoutes(app, { ctx, metrics: createHttpMetrics(ctx.registry), downloads, isDraining: () => draining });
+  app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
+
+  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+    app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new UpdaterError('INTERNAL', `cannot listen on ${host}:${port} (in use or not permitted)`))));
+  });
+  ctx.log.info({ host, port: uWS.us_socket_local_port(listenSocket) }, 'http listening');
+
+  return {
+    metrics: () => collectMetrics(ctx),
+    setLogLevel: (level) => setLevel(ctx, level),
+    async drain() {
+      draining = true;
+      uWS.us_listen_socket_close(listenSocket);
+      const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
+      await Promise.race([Promise.allSettled([...downloads]), timeout]);
+    },
+  } satisfies ControlApi;
+});

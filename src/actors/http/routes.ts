@@ -1,0 +1,117 @@
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { ManifesterApi } from '../../messages/manifester.js';
+import type { StoreKeeperApi, TransferKind, TransferLocation } from '../../messages/store.js';
+import type { SupervisorApi } from '../../messages/supervisor.js';
+import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../shared/device-messages.js';
+import { UpdaterError } from '../../shared/errors.js';
+import { assertSha256Hex } from '../../shared/hash.js';
+import type { ActorContext } from '../runtime.js';
+import { parseJson, readBody } from './body.js';
+import type { HttpMetrics } from './metrics.js';
+import { parseRange } from './range.js';
+import { exchange, send, sendError, sendJson, type Exchange } from './respond.js';
+import { streamTransfer } from './stream.js';
+
+/** A heartbeat answer is on the device's critical path; anything slower is an outage. */
+const HEARTBEAT_DEADLINE_MS = 5_000;
+const LOCATE_DEADLINE_MS = 5_000;
+
+type Handler = (ex: Exchange, req: HttpRequest) => Promise<void>;
+
+export interface RouteDeps {
+  ctx: ActorContext;
+  metrics: HttpMetrics;
+  /** Open downloads, so a drain can wait for them. */
+  downloads: Set<Promise<void>>;
+  isDraining(): boolean;
+}
+
+export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
+  const { ctx, metrics } = deps;
+  const route = (method: 'get' | 'post', path: string, name: string, handler: Handler) => {
+    app[method](path, (res: HttpResponse, req: HttpRequest) => {
+      const ex = exchange(res);
+      const stop = metrics.startRequest(name);
+      if (deps.isDraining()) {
+        sendError(ex, new UpdaterError('SHUTTING_DOWN'), { Connection: 'close' });
+        stop(503);
+        return;
+      }
+      handler(ex, req).then(
+        () => stop(ex.status ?? 499),
+        (err) => {
+          if (errorIsInternal(err)) ctx.log.error({ err, route: name }, 'request failed');
+          sendError(ex, err);
+          stop(ex.status ?? 499);
+        },
+      );
+    });
+  };
+
+  route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
+    const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
+    const request = validateHeartbeat(parseJson(body));
+    const manifest = await ctx.call<ManifesterApi, Awaited<ReturnType<ManifesterApi['heartbeat']>>>('manifester', (m) => m.heartbeat(request), HEARTBEAT_DEADLINE_MS);
+    send(ex, 200, JSON.stringify(manifest));
+  });
+
+  route('post', '/report', 'report', async (ex, req) => {
+    const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
+    const report = validateReport(parseJson(body));
+    metrics.report(report.success);
+    ctx.log[report.success ? 'info' : 'warn']({ report }, 'update report');
+    send(ex, 204, '');
+  });
+
+  route('get', '/delta/:from/:to', 'delta', async (ex, req) => {
+    const from = assertSha256Hex(req.getParameter(0), 'from');
+    const to = assertSha256Hex(req.getParameter(1), 'to');
+    await serveTransfer(ex, req, 'delta', to, from, deps);
+  });
+
+  route('get', '/binary/:hash', 'binary', async (ex, req) => {
+    const hash = assertSha256Hex(req.getParameter(0), 'hash');
+    await serveTransfer(ex, req, 'full', hash, undefined, deps);
+  });
+
+  route('get', '/health', 'health', async (ex) => {
+    const health = await ctx.call<ManifesterApi, Awaited<ReturnType<ManifesterApi['health']>>>('manifester', (m) => m.health(), HEARTBEAT_DEADLINE_MS);
+    sendJson(ex, 200, health);
+  });
+
+  route('get', '/metrics', 'metrics', async (ex) => {
+    const text = await ctx.call<SupervisorApi, string>('supervisor', (s) => s.metricsText(), HEARTBEAT_DEADLINE_MS);
+    send(ex, 200, text, {}, 'text/plain; version=0.0.4; charset=utf-8');
+  });
+
+  for (const path of ['/heartbeat', '/report', '/delta/:from/:to', '/binary/:hash', '/health', '/metrics']) {
+    app.any(path, (res) => sendError(exchange(res), new UpdaterError('METHOD_NOT_ALLOWED')));
+  }
+}
+
+async function serveTransfer(ex: Exchange, req: HttpRequest, kind: TransferKind, to: string, from: string | undefined, deps: RouteDeps): Promise<void> {
+  // Headers must be read before the first await: uWS reuses the request object afterwards.
+  const rangeHeader = req.getHeader('range');
+  const location = await deps.ctx.call<StoreKeeperApi, TransferLocation | null>('store-keeper', (s) => s.locate(kind, to, from), LOCATE_DEADLINE_MS);
+  if (!location) throw new UpdaterError(kind === 'delta' ? 'DELTA_NOT_FOUND' : 'BINARY_NOT_FOUND');
+  const range = parseRange(rangeHeader, location.size);
+  if (range.kind === 'unsatisfiable') {
+    send(ex, 416, JSON.stringify({ error: { code: 'INVALID_RANGE', message: 'the requested range cannot be satisfied' } }), { 'Content-Range': `bytes */${location.size}` });
+    return;
+  }
+  const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, location.size - 1];
+  const headers: Record<string, string> = range.kind === 'partial' ? { 'Content-Range': `bytes ${start}-${end}/${location.size}` } : {};
+  const download = streamTransfer(ex, location, start, end - start + 1, range.kind === 'partial' ? 206 : 200, headers);
+  deps.downloads.add(download);
+  try {
+    await download;
+    if (!ex.aborted) deps.metrics.transferred(kind, end - start + 1);
+  } finally {
+    deps.downloads.delete(download);
+  }
+}
+
+function errorIsInternal(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return code === undefined || code === 'INTERNAL' || code === 'STORE_CORRUPT';
+}

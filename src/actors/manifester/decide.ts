@@ -1,0 +1,50 @@
+import type { TransferInfo } from '../../messages/store.js';
+
+// The manifest decision of spec 3.1, rows 1-7, evaluated in order. Pure: the caller supplies
+// what the store holds and turns the decision into a response.
+
+export interface TargetView {
+  readonly hash: string;
+  readonly size: number;
+}
+
+export interface StoreQuery {
+  binarySize(hash: string): number | undefined;
+  delta(from: string, to: string): TransferInfo | undefined;
+  full(to: string): TransferInfo | undefined;
+}
+
+export interface DecisionInput {
+  /** The resolved track's current target; undefined when the artifact cannot be resolved. */
+  readonly target: TargetView | undefined;
+  readonly versionHash: string;
+  readonly store: StoreQuery;
+  /** `store.delta_max_source_mb` in bytes; 0 disables the cap. */
+  readonly capBytes: number;
+  readonly allowFullDownload: boolean;
+}
+
+export type Decision =
+  | { readonly row: 1; readonly action: 'unknown-artifact' }
+  | { readonly row: 2; readonly action: 'up-to-date' }
+  | { readonly row: 3; readonly action: 'serve-delta'; readonly delta: TransferInfo }
+  | { readonly row: 4; readonly action: 'generate-delta' }
+  | { readonly row: 5; readonly action: 'serve-full'; readonly oversize: { hash: string; size: number } }
+  | { readonly row: 6; readonly action: 'serve-full' }
+  | { readonly row: 7; readonly action: 'stranded' };
+
+export function decide(input: DecisionInput): Decision {
+  const { target, versionHash, store, capBytes } = input;
+  if (!target) return { row: 1, action: 'unknown-artifact' };
+  if (versionHash === target.hash) return { row: 2, action: 'up-to-date' };
+  const sourceSize = store.binarySize(versionHash);
+  if (sourceSize !== undefined) {
+    const delta = store.delta(versionHash, target.hash);
+    if (delta) return { row: 3, action: 'serve-delta', delta };
+    const oversize = capBytes > 0 ? [{ hash: versionHash, size: sourceSize }, { hash: target.hash, size: target.size }].find((b) => b.size > capBytes) : undefined;
+    if (!oversize) return { row: 4, action: 'generate-delta' };
+    return { row: 5, action: 'serve-full', oversize };
+  }
+  if (input.allowFullDownload) return { row: 6, action: 'serve-full' };
+  return { row: 7, action: 'stranded' };
+}

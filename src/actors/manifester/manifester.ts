@@ -1,0 +1,145 @@
+import type { HealthView, HeartbeatRequest, Manifest } from '../../messages/manifester.js';
+import type { TransferInfo } from '../../messages/store.js';
+import type { Config } from '../../shared/config/types.js';
+import { UpdaterError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import { CountLru } from '../../shared/lru.js';
+import { decide } from './decide.js';
+import type { ManifesterMetrics } from './metrics.js';
+import { FULL, type SignedManifests } from './signer.js';
+import type { StoreView } from './store-view.js';
+import type { Track, TrackTable } from './tracks.js';
+
+const MB = 1024 * 1024;
+/** How often the same oversize pair is logged at WARN. */
+const OVERSIZE_WARN_INTERVAL_MS = 10 * 60_000;
+
+export interface StoreRequests {
+  ensureDelta(from: string, to: string): void;
+  ensureFull(hash: string): void;
+}
+
+/** Answers heartbeats from the track table and the store replica (spec 3.1). */
+export class Manifester {
+  private readonly warned = new CountLru<string, number>(1024);
+
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+    private readonly tracks: TrackTable,
+    private readonly store: StoreView,
+    private readonly signed: SignedManifests,
+    private readonly requests: StoreRequests,
+    private readonly metrics: ManifesterMetrics,
+  ) {}
+
+  heartbeat(request: HeartbeatRequest): Manifest {
+    const track = this.tracks.resolve(request.artifact);
+    const decision = decide({
+      target: track,
+      versionHash: request.versionHash,
+      store: this.store,
+      capBytes: this.config.store.deltaMaxSourceMb * MB,
+      allowFullDownload: this.config.allowFullDownload,
+    });
+    this.metrics.decided(decision.row);
+    if (decision.action === 'unknown-artifact' || !track) {
+      throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${request.artifact || '(default)'}`, { artifact: request.artifact });
+    }
+    switch (decision.action) {
+      case 'up-to-date':
+      case 'stranded':
+        return this.noUpdate(track);
+      case 'serve-delta':
+        return this.signedDelta(track, request.versionHash, decision.delta);
+      case 'generate-delta':
+        this.requests.ensureDelta(request.versionHash, track.hash);
+        return this.retryLater(track);
+      case 'serve-full':
+        if ('oversize' in decision) this.warnOversize(track, decision.oversize);
+        return this.signedFull(track);
+    }
+  }
+
+  health(): HealthView {
+    const artifacts: HealthView['artifacts'] = {};
+    for (const t of this.tracks.all()) artifacts[t.key] = { version: t.version, hash: t.hash };
+    return { status: 'ok', artifacts };
+  }
+
+  private base(track: Track): Manifest {
+    return {
+      update_available: false,
+      target_version: track.version,
+      target_hash: track.hash,
+      target_size: track.size,
+      delta_size: 0,
+      delta_hash: '',
+      chunk_size: this.config.manifest.chunkSize,
+      total_chunks: 0,
+      artifact: track.key,
+    };
+  }
+
+  private noUpdate(track: Track): Manifest {
+    return this.base(track);
+  }
+
+  private retryLater(track: Track): Manifest {
+    return { ...this.base(track), update_available: true, retry_after: this.config.manifest.retryAfterSeconds };
+  }
+
+  private signedDelta(track: Track, from: string, delta: TransferInfo): Manifest {
+    const cached = this.signed.get(track.key, from, track.hash);
+    const manifest = cached ?? this.signed.sign(track.key, from, track.hash, {
+      ...this.transferFields(track, delta),
+      delta_endpoint: `/delta/${from}/${track.hash}`,
+    });
+    this.metrics.served('delta');
+    return manifest;
+  }
+
+  private signedFull(track: Track): Manifest {
+    const cached = this.signed.get(track.key, FULL, track.hash);
+    if (cached) {
+      this.metrics.served('full');
+      return cached;
+    }
+    const full = this.store.full(track.hash);
+    if (!full) {
+      // The compressed target is still being written: only finished files are ever promised.
+      this.requests.ensureFull(track.hash);
+      return this.retryLater(track);
+    }
+    this.metrics.served('full');
+    return this.signed.sign(track.key, FULL, track.hash, {
+      ...this.transferFields(track, full),
+      binary_endpoint: `/binary/${track.hash}`,
+    });
+  }
+
+  private transferFields(track: Track, transfer: TransferInfo): Manifest {
+    const chunk = this.config.manifest.chunkSize;
+    return {
+      ...this.base(track),
+      update_available: true,
+      delta_size: transfer.size,
+      delta_hash: transfer.hash,
+      total_chunks: Math.ceil(transfer.size / chunk),
+    };
+  }
+
+  private warnOversize(track: Track, oversize: { hash: string; size: number }): void {
+    const key = `${oversize.hash}|${track.hash}`;
+    const now = Date.now();
+    const last = this.warned.get(key);
+    if (last !== undefined && now - last < OVERSIZE_WARN_INTERVAL_MS) return;
+    this.warned.set(key, now);
+    this.log.warn({
+      artifact: track.key,
+      binary: oversize.hash,
+      size: oversize.size,
+      cap_mb: this.config.store.deltaMaxSourceMb,
+    }, 'binary exceeds store.delta_max_source_mb; serving full mode instead of a delta');
+  }
+}

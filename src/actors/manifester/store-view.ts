@@ -1,0 +1,73 @@
+import type { StoreEvent, StoreSnapshot, TransferInfo } from '../../messages/store.js';
+import type { StoreQuery } from './decide.js';
+
+/**
+ * The manifester's replica of the store index, fed by store-keeper events so a heartbeat
+ * never waits on the store. Events are numbered: those that arrive while a snapshot is being
+ * fetched are held, then applied only if newer than the snapshot.
+ */
+export class StoreView implements StoreQuery {
+  private readonly binaries = new Map<string, number>();
+  private readonly transfers = new Map<string, TransferInfo>();
+  private seq = -1;
+  private held: StoreEvent[] | undefined = [];
+
+  constructor(private readonly onRemoved: (transfer: TransferInfo) => void) {}
+
+  binarySize(hash: string): number | undefined {
+    return this.binaries.get(hash);
+  }
+
+  delta(from: string, to: string): TransferInfo | undefined {
+    return this.transfers.get(`d:${from}:${to}`);
+  }
+
+  full(to: string): TransferInfo | undefined {
+    return this.transfers.get(`f:${to}`);
+  }
+
+  /** Start of a resynchronization: hold events until the snapshot arrives. */
+  beginResync(): void {
+    this.held ??= [];
+  }
+
+  applySnapshot(snapshot: StoreSnapshot): void {
+    for (const t of this.transfers.values()) this.onRemoved(t);
+    this.binaries.clear();
+    this.transfers.clear();
+    for (const b of snapshot.binaries) this.binaries.set(b.hash, b.size);
+    for (const t of snapshot.transfers) this.transfers.set(keyOf(t), t);
+    this.seq = snapshot.seq;
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const event of held) this.apply(event);
+  }
+
+  apply(event: StoreEvent): void {
+    if (this.held) {
+      this.held.push(event);
+      return;
+    }
+    if (event.seq <= this.seq) return;
+    this.seq = event.seq;
+    switch (event.type) {
+      case 'binary-registered':
+        this.binaries.set(event.binary.hash, event.binary.size);
+        break;
+      case 'binary-removed':
+        this.binaries.delete(event.hash);
+        break;
+      case 'transfer-ready':
+        this.transfers.set(keyOf(event.transfer), event.transfer);
+        break;
+      case 'transfer-removed':
+        this.transfers.delete(keyOf(event.transfer));
+        this.onRemoved(event.transfer);
+        break;
+    }
+  }
+}
+
+function keyOf(t: TransferInfo): string {
+  return t.kind === 'delta' ? `d:${t.from}:${t.to}` : `f:${t.to}`;
+}

@@ -1,0 +1,82 @@
+import { parseTrackKey, trackKey } from '../../shared/artifact-key.js';
+import { UpdaterError } from '../../shared/errors.js';
+
+/** A publication track and its current target (spec 2.5, 3.2). */
+export interface Track {
+  readonly key: string;
+  readonly name: string;
+  readonly os: string;
+  readonly arch: string;
+  readonly version: string;
+  readonly hash: string;
+  readonly size: number;
+  readonly source: 'config' | 'api';
+  /** Server-side path the track was published from (watched for file-backed tracks). */
+  readonly binary: string;
+  /** Superseded target hashes, newest first; kept as delta sources. */
+  readonly history: readonly string[];
+}
+
+export class TrackTable {
+  private readonly tracks = new Map<string, Track>();
+  private defaultKey: string | undefined;
+
+  get default(): string | undefined {
+    return this.defaultKey;
+  }
+
+  all(): Track[] {
+    return [...this.tracks.values()];
+  }
+
+  get(key: string): Track | undefined {
+    return this.tracks.get(key);
+  }
+
+  /**
+   * Resolves a heartbeat's artifact: empty means the default track. A malformed key is a
+   * client mistake (INVALID_ARTIFACT_KEY); an unknown one resolves to undefined (row 1).
+   */
+  resolve(artifact: string): Track | undefined {
+    if (artifact === '') return this.defaultKey === undefined ? undefined : this.tracks.get(this.defaultKey);
+    const direct = this.tracks.get(artifact);
+    if (direct) return direct;
+    return this.tracks.get(trackKey(parseTrackKey(artifact)));
+  }
+
+  /** Sets the current target; a different hash pushes the old one into history. */
+  publish(next: Omit<Track, 'history'>, historyDepth: number): { track: Track; changed: boolean } {
+    const previous = this.tracks.get(next.key);
+    if (previous && previous.hash === next.hash) {
+      const same = { ...previous, version: next.version, source: next.source, binary: next.binary };
+      this.tracks.set(next.key, same);
+      return { track: same, changed: false };
+    }
+    const history = previous ? [previous.hash, ...previous.history.filter((h) => h !== previous.hash && h !== next.hash)] : [];
+    const track: Track = { ...next, history: history.slice(0, historyDepth) };
+    this.tracks.set(next.key, track);
+    return { track, changed: true };
+  }
+
+  /** Restores a track exactly as it was persisted. */
+  restore(track: Track): void {
+    this.tracks.set(track.key, track);
+  }
+
+  remove(key: string): Track | undefined {
+    const track = this.tracks.get(key);
+    this.tracks.delete(key);
+    if (this.defaultKey === key) this.defaultKey = undefined;
+    return track;
+  }
+
+  setDefault(key: string | undefined): void {
+    if (key !== undefined && !this.tracks.has(key)) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`);
+    this.defaultKey = key;
+  }
+
+  /** Infers the default when exactly one track exists and none was chosen. */
+  inferDefault(): void {
+    if (this.defaultKey === undefined && this.tracks.size === 1) this.defaultKey = this.tracks.keys().next().value;
+  }
+}

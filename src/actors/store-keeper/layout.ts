@@ -1,0 +1,49 @@
+import { join } from 'node:path';
+import type { TransferKind } from '../../messages/store.js';
+
+// File names of the content-addressed store (spec 2.6). Every name is derived from hashes
+// that were validated first, so no outside text ever becomes part of a path.
+
+const HEX = '[0-9a-f]{64}';
+const DELTA_NAME = new RegExp(`^(${HEX})_(${HEX})\\.delta\\.zst$`);
+const FULL_NAME = new RegExp(`^(${HEX})\\.full\\.zst$`);
+const BINARY_NAME = new RegExp(`^(${HEX})\\.bin$`);
+
+export interface StoreLayout {
+  readonly binaries: string;
+  readonly deltas: string;
+  /** Scratch space of the diff pool (uncompressed patches, verification output). */
+  readonly work: string;
+}
+
+export function storeLayout(dir: string): StoreLayout {
+  return { binaries: join(dir, 'binaries'), deltas: join(dir, 'deltas'), work: join(dir, 'work') };
+}
+
+export function binaryName(hash: string): string {
+  return `${hash}.bin`;
+}
+
+export function transferName(kind: TransferKind, to: string, from?: string): string {
+  return kind === 'delta' ? `${from}_${to}.delta.zst` : `${to}.full.zst`;
+}
+
+export type ParsedDerivedName = { kind: 'delta'; from: string; to: string } | { kind: 'full'; to: string };
+
+/** Parses a derived-file name; undefined for anything else (left alone by every sweep). */
+export function parseDerivedName(name: string): ParsedDerivedName | undefined {
+  const delta = DELTA_NAME.exec(name);
+  if (delta) return { kind: 'delta', from: delta[1]!, to: delta[2]! };
+  const full = FULL_NAME.exec(name);
+  if (full) return { kind: 'full', to: full[1]! };
+  return undefined;
+}
+
+export function parseBinaryName(name: string): string | undefined {
+  return BINARY_NAME.exec(name)?.[1];
+}
+
+/** Key of a transfer in maps: the file name itself. */
+export function transferKey(kind: TransferKind, to: string, from?: string): string {
+  return transferName(kind, to, from);
+}

@@ -1,0 +1,194 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { DiffOutcome, DiffTask } from '../../messages/diff.js';
+import type { BinaryInfo, StoreEvent, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
+import type { Config } from '../../shared/config/types.js';
+import { publishNoOverwrite } from '../../shared/durable-file.js';
+import { UpdaterError, deserializeError } from '../../shared/errors.js';
+import { assertSha256Hex } from '../../shared/hash.js';
+import type { Logger } from '../../shared/logger.js';
+import { HotTransferCache, TargetCache } from './caches.js';
+import { copyIntoStore } from './copy-in.js';
+import { binaryName, storeLayout, transferKey, transferName, type StoreLayout } from './layout.js';
+import type { StoreMetrics } from './metrics.js';
+import { openStoreDirs } from './scan.js';
+
+type EventBody = StoreEvent extends infer E ? (E extends StoreEvent ? Omit<E, 'seq'> : never) : never;
+
+const MB = 1024 * 1024;
+/** Idle diff threads exit after this, so memory returns to the baseline between bursts. */
+const POOL_IDLE_TIMEOUT_MS = 5_000;
+
+function taskFile(): string {
+  const here = fileURLToPath(import.meta.url);
+  return join(here, '..', '..', 'diff-pool', `task${here.endsWith('.ts') ? '.ts' : '.js'}`);
+}
+
+/** The content-addressed store: the only writer of the store directory. */
+export class ContentStore {
+  readonly layout: StoreLayout;
+  private readonly binaries = new Map<string, number>();
+  private readonly transfers = new Map<string, TransferInfo>();
+  private readonly inflight = new Map<string, Promise<TransferInfo>>();
+  private readonly targetCache: TargetCache;
+  private readonly hotCache: HotTransferCache;
+  private readonly pool: Piscina;
+  private seq = 0;
+  private draining = false;
+
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+    private readonly metrics: StoreMetrics,
+    private readonly emit: (event: StoreEvent) => void,
+  ) {
+    this.layout = storeLayout(config.store.dir);
+    this.targetCache = new TargetCache(config.store.targetCacheMb * MB);
+    this.hotCache = new HotTransferCache(config.store.hotDeltaCacheMb * MB);
+    this.pool = new Piscina({
+      filename: taskFile(),
+      minThreads: 0,
+      maxThreads: config.store.deltaConcurrency,
+      idleTimeout: POOL_IDLE_TIMEOUT_MS,
+      // Queue without bound: callers are single-flighted per pair, so the queue holds at most
+      // one task per distinct pair asked for, and each waits its turn for a thread.
+      maxQueue: Infinity,
+    });
+    metrics.observeBudgets(() => ({ target: this.targetCache.usedBytes, hot: this.hotCache.usedBytes, queued: this.pool.queueSize, running: this.inflight.size }));
+  }
+
+  async open(): Promise<void> {
+    const scanned = await openStoreDirs(this.layout, this.log);
+    for (const b of scanned.binaries) this.binaries.set(b.hash, b.size);
+    for (const t of scanned.transfers) this.transfers.set(transferKey(t.kind, t.to, t.from), t);
+    this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir: this.config.store.dir }, 'store opened');
+  }
+
+  snapshot(): StoreSnapshot {
+    return {
+      seq: this.seq,
+      binaries: [...this.binaries].map(([hash, size]) => ({ hash, size })),
+      transfers: [...this.transfers.values()],
+    };
+  }
+
+  async registerBinary(path: string): Promise<BinaryInfo> {
+    this.refuseWhileDraining();
+    const result = await copyIntoStore(path, this.layout.binaries, (hash) => this.binaries.has(hash));
+    if (!this.binaries.has(result.hash)) {
+      this.binaries.set(result.hash, result.size);
+      this.publish({ type: 'binary-registered', binary: { hash: result.hash, size: result.size } });
+    }
+    if (result.created) this.log.info({ hash: result.hash, size: result.size, source: path }, 'binary stored');
+    return { hash: result.hash, size: result.size };
+  }
+
+  ensureFull(hash: string): Promise<TransferInfo> {
+    assertSha256Hex(hash, 'hash');
+    return this.singleFlight('full', hash, undefined, () => this.dispatch({
+      kind: 'full',
+      targetPath: this.binaryPath(hash),
+      targetHash: hash,
+      outDir: this.layout.deltas,
+      level: this.config.store.fullCompressionLevel,
+    }));
+  }
+
+  ensureDelta(from: string, to: string): Promise<TransferInfo> {
+    assertSha256Hex(from, 'from');
+    assertSha256Hex(to, 'to');
+    const existing = this.transfers.get(transferKey('delta', to, from));
+    // An existing delta is always served, whatever the size cap says (spec 3.1 row 3).
+    if (existing) return Promise.resolve(existing);
+    const capMb = this.config.store.deltaMaxSourceMb;
+    for (const hash of [from, to]) {
+      const size = this.binaries.get(hash);
+      if (size === undefined) return Promise.reject(new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${hash}`));
+      if (capMb > 0 && size > capMb * MB) {
+        return Promise.reject(new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over store.delta_max_source_mb (${capMb})`, { hash, size }));
+      }
+    }
+    return this.singleFlight('delta', to, from, async () => {
+      const targetBytes = await this.targetCache.bytesFor(to, this.binaryPath(to), this.binaries.get(to)!);
+      return this.dispatch({
+        kind: 'delta',
+        sourcePath: this.binaryPath(from),
+        sourceHash: from,
+        targetPath: this.binaryPath(to),
+        targetHash: to,
+        ...(targetBytes ? { targetBytes } : {}),
+        outDir: this.layout.deltas,
+        workDir: this.layout.work,
+      });
+    });
+  }
+
+  locate(kind: TransferKind, to: string, from?: string): TransferLocation | null {
+    assertSha256Hex(to, 'to');
+    if (kind === 'delta') assertSha256Hex(from, 'from');
+    const name = transferName(kind, to, from);
+    const info = this.transfers.get(name);
+    if (!info) return null;
+    const path = join(this.layout.deltas, name);
+    const shared = this.hotCache.get(name);
+    if (!shared) this.hotCache.warm(name, path, info.size, (err) => this.log.warn({ err, file: name }, 'could not load a file into the hot cache'));
+    return { ...info, path, ...(shared ? { shared } : {}) };
+  }
+
+  async drain(): Promise<void> {
+    this.draining = true;
+    await Promise.allSettled([...this.inflight.values()]);
+    await this.pool.destroy();
+  }
+
+  private binaryPath(hash: string): string {
+    return join(this.layout.binaries, binaryName(hash));
+  }
+
+  private refuseWhileDraining(): void {
+    if (this.draining) throw new UpdaterError('SHUTTING_DOWN');
+  }
+
+  /** One generation per file name, however many callers ask at once. */
+  private singleFlight(kind: TransferKind, to: string, from: string | undefined, run: () => Promise<TransferInfo>): Promise<TransferInfo> {
+    const name = transferKey(kind, to, from);
+    const done = this.transfers.get(name);
+    if (done) return Promise.resolve(done);
+    const pending = this.inflight.get(name);
+    if (pending) return pending;
+    this.refuseWhileDraining();
+    if (kind === 'full' && !this.binaries.has(to)) {
+      return Promise.reject(new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${to}`));
+    }
+    const promise = run().finally(() => this.inflight.delete(name));
+    this.inflight.set(name, promise);
+    return promise;
+  }
+
+  private async dispatch(task: DiffTask): Promise<TransferInfo> {
+    const outcome = (await this.pool.run(task)) as DiffOutcome;
+    if (!outcome.ok) {
+      this.metrics.generationFailed(task.kind);
+      const err = deserializeError(outcome.error);
+      this.log.error({ err, kind: task.kind, target: task.targetHash }, 'derived file generation failed');
+      throw err;
+    }
+    const { tempPath, size, hash, durationMs } = outcome.result;
+    const from = task.kind === 'delta' ? task.sourceHash : undefined;
+    const name = transferName(task.kind, task.targetHash, from);
+    await publishNoOverwrite(tempPath, join(this.layout.deltas, name));
+    const info: TransferInfo = task.kind === 'delta'
+      ? { kind: 'delta', from: task.sourceHash, to: task.targetHash, size, hash }
+      : { kind: 'full', to: task.targetHash, size, hash };
+    this.transfers.set(name, info);
+    this.metrics.generated(task.kind, durationMs / 1000);
+    this.log.info({ file: name, size, ms: Math.round(durationMs) }, 'derived file ready');
+    this.publish({ type: 'transfer-ready', transfer: info });
+    return info;
+  }
+
+  private publish(body: EventBody): void {
+    this.emit({ ...body, seq: ++this.seq } as StoreEvent);
+  }
+}

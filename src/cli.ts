@@ -1,0 +1,109 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfigFile } from './shared/config/load.js';
+import { writePrivateKeyFile } from './shared/signing.js';
+import { startServer } from './supervisor/index.js';
+
+const USAGE = `usage: updater <command> [options]
+
+commands:
+  serve --config FILE     run the update server (supervisor and its actors)
+  keygen --out FILE       write a new Ed25519 signing key; prints the public key (hex)
+
+Run "updater <command> --help" for the options of a command.
+`;
+
+const HELP: Record<string, string> = {
+  serve: `usage: updater serve --config FILE
+
+Runs the server. The configuration is validated before anything listens; an error names the
+key and exits with status 2. SIGTERM or SIGINT drains the actors and exits 0.
+`,
+  keygen: `usage: updater keygen --out FILE
+
+Writes a new Ed25519 private key to FILE (mode 0600; an existing file is never overwritten)
+and prints the public key, 64 hex characters, as the only line on stdout. Give that public
+key to the device agents (public_key in their configuration).
+`,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE);
+    return command ? 0 : 2;
+  }
+  const handler = COMMANDS[command];
+  if (!handler) {
+    process.stderr.write(`updater: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(HELP[command] ?? USAGE);
+    return 0;
+  }
+  return handler(rest);
+}
+
+const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  serve: serveCommand,
+  keygen: keygenCommand,
+};
+
+function options(args: string[], names: string[]): Record<string, string | undefined> {
+  const { values } = parseArgs({ args, options: Object.fromEntries(names.map((n) => [n, { type: 'string' as const }])), strict: true });
+  return values as Record<string, string | undefined>;
+}
+
+async function keygenCommand(args: string[]): Promise<number> {
+  const { out } = options(args, ['out']);
+  if (!out) {
+    process.stderr.write(`updater keygen: --out FILE is required\n\n${HELP.keygen}`);
+    return 2;
+  }
+  try {
+    process.stdout.write(`${await writePrivateKeyFile(out)}\n`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`updater keygen: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+async function serveCommand(args: string[]): Promise<number> {
+  const { config: configPath } = options(args, ['config']);
+  if (!configPath) {
+    process.stderr.write(`updater serve: --config FILE is required\n\n${HELP.serve}`);
+    return 2;
+  }
+  let config;
+  try {
+    config = loadConfigFile(configPath);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`updater serve: configuration error: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  let exitCode = 0;
+  let resolveDone!: () => void;
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  const supervisor = await startServer(config, {
+    onFatal: () => {
+      exitCode = 1;
+      resolveDone();
+    },
+  }).catch((err: Error & { code?: string }) => {
+    process.stderr.write(`updater serve: could not start: ${err.code ? `${err.code}: ` : ''}${err.message}\n`);
+    return undefined;
+  });
+  if (!supervisor) return 1;
+  const shutdown = (signal: string) => {
+    supervisor.log.info({ signal }, 'draining');
+    supervisor.stop().then(resolveDone, resolveDone);
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  await done;
+  return exitCode;
+}

@@ -1,0 +1,37 @@
+import type { MessagePort } from 'node:worker_threads';
+import type { Config } from '../shared/config/types.js';
+import type { SerializedError } from '../shared/errors.js';
+import type { LogLevel } from '../shared/logger.js';
+
+// The supervisor ↔ actor lifecycle protocol, carried on each worker's parentPort. Actor APIs
+// themselves travel over comlink on dedicated MessagePorts, one port per caller → callee link.
+
+export type ActorName = 'store-keeper' | 'manifester' | 'http';
+export type PeerName = ActorName | 'supervisor';
+
+export interface ActorWorkerData {
+  readonly actor: ActorName;
+  readonly config: Config;
+  readonly logLevel: LogLevel;
+  /** Ports on which this actor calls its peers (this actor is the caller). */
+  readonly links: readonly { peer: PeerName; port: MessagePort }[];
+  /** Ports on which peers call this actor (this actor exposes its API). */
+  readonly serves: readonly MessagePort[];
+}
+
+export type SupervisorToActor =
+  | { type: 'connect'; peer: PeerName; port: MessagePort }
+  | { type: 'serve'; port: MessagePort };
+
+export type ActorToSupervisor =
+  | { type: 'ready' }
+  | { type: 'fatal'; error: SerializedError };
+
+/** Every actor answers these, besides its own API. */
+export interface ControlApi {
+  /** prom-client's JSON form of this actor's registry, merged by the supervisor. */
+  metrics(): Promise<unknown[]>;
+  setLogLevel(level: LogLevel): void;
+  /** Stop taking new work, finish what is under way, release resources. */
+  drain(): Promise<void>;
+}

@@ -1,0 +1,46 @@
+import type { LogLevel } from '../logger.js';
+
+/** A track as the configuration declares it, with `binary` resolved to an absolute path. */
+export interface ArtifactConfig {
+  readonly key: string;
+  readonly name: string;
+  readonly os: string;
+  readonly arch: string;
+  readonly version: string;
+  readonly binary: string;
+}
+
+/** The validated, frozen configuration every actor receives. Durations are milliseconds. */
+export interface Config {
+  readonly configPath: string;
+  readonly listen: { readonly http: { host: string; port: number }; readonly coap?: { host: string; port: number } };
+  readonly signing: { readonly privateKeyFile: string };
+  readonly admin: {
+    readonly token: string;
+    readonly authFailureBurst: number;
+    readonly authFailureRefillPerSecond: number;
+  };
+  readonly store: {
+    readonly dir: string;
+    readonly stateFile?: string;
+    readonly targetCacheMb: number;
+    readonly hotDeltaCacheMb: number;
+    readonly deltaConcurrency: number;
+    readonly deltaMaxSourceMb: number;
+    readonly fullCompressionLevel: number;
+  };
+  readonly manifest: { readonly cacheSize: number; readonly chunkSize: number; readonly retryAfterSeconds: number };
+  readonly allowFullDownload: boolean;
+  readonly logLevel: LogLevel;
+  readonly retention: {
+    readonly enabled: boolean;
+    readonly intervalMs: number;
+    readonly historyDepth: number;
+    readonly deltaMaxAgeMs: number;
+    readonly deltasMaxTotalMb: number;
+    readonly collectOrphanBinaries: boolean;
+    readonly orphanBinaryMinAgeMs: number;
+  };
+  readonly artifacts: readonly ArtifactConfig[];
+  readonly defaultArtifact?: string;
+}

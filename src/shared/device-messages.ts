@@ -1,0 +1,102 @@
+import type { HeartbeatRequest } from '../messages/manifester.js';
+import { parseTrackKey } from './artifact-key.js';
+import { UpdaterError } from './errors.js';
+import { assertSha256Hex, isSha256Hex } from './hash.js';
+
+// Validation of decoded device messages, shared by the JSON (HTTP) and CBOR (CoAP) codecs:
+// each codec maps its keys to these field names, then one set of rules applies.
+
+/** A heartbeat is a few hundred bytes; anything larger is refused before it is parsed. */
+export const MAX_DEVICE_BODY_BYTES = 4096;
+
+export interface HeartbeatFields {
+  device_id?: unknown;
+  version_hash?: unknown;
+  hw_info?: unknown;
+  timestamp?: unknown;
+  version?: unknown;
+  artifact?: unknown;
+}
+
+export interface UpdateReport {
+  deviceId: string;
+  previousHash: string;
+  newHash: string;
+  success: boolean;
+  rollbackReason: string;
+  timestamp: number;
+}
+
+export interface ReportFields {
+  device_id?: unknown;
+  previous_hash?: unknown;
+  new_hash?: unknown;
+  success?: unknown;
+  rollback_reason?: unknown;
+  timestamp?: unknown;
+}
+
+function fail(field: string, problem: string): never {
+  throw new UpdaterError('INVALID_FIELD', `${field} ${problem}`, { field });
+}
+
+function text(value: unknown, field: string, max: number, required: boolean): string {
+  if (value === undefined || value === null) {
+    if (required) fail(field, 'is required');
+    return '';
+  }
+  if (typeof value !== 'string') fail(field, 'must be a string');
+  if (value.length > max) fail(field, `must be at most ${max} characters`);
+  if (required && value.length === 0) fail(field, 'must not be empty');
+  return value;
+}
+
+function integer(value: unknown, field: string): number {
+  if (value === undefined || value === null) return 0;
+  const n = typeof value === 'bigint' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) fail(field, 'must be a non-negative integer');
+  return n;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function validateHeartbeat(body: unknown): HeartbeatRequest {
+  if (!isRecord(body)) throw new UpdaterError('MALFORMED_BODY', 'a heartbeat must be an object');
+  const fields = body as HeartbeatFields;
+  const deviceId = text(fields.device_id, 'device_id', 128, true);
+  const versionHash = assertSha256Hex(fields.version_hash, 'version_hash');
+  integer(fields.timestamp, 'timestamp');
+  text(fields.version, 'version', 64, false);
+  if (fields.hw_info !== undefined && fields.hw_info !== null) {
+    if (!isRecord(fields.hw_info)) fail('hw_info', 'must be an object');
+    const hw = fields.hw_info;
+    text(hw.arch, 'hw_info.arch', 32, false);
+    text(hw.os, 'hw_info.os', 32, false);
+    integer(hw.free_ram, 'hw_info.free_ram');
+    integer(hw.free_disk, 'hw_info.free_disk');
+  }
+  const artifact = text(fields.artifact, 'artifact', 200, false);
+  if (artifact !== '') parseTrackKey(artifact);
+  return { deviceId, versionHash, artifact };
+}
+
+export function validateReport(body: unknown): UpdateReport {
+  if (!isRecord(body)) throw new UpdaterError('MALFORMED_BODY', 'a report must be an object');
+  const fields = body as ReportFields;
+  const hash = (value: unknown, field: string) => {
+    if (value === undefined || value === null || value === '') return '';
+    if (!isSha256Hex(value)) assertSha256Hex(value, field);
+    return value as string;
+  };
+  if (typeof fields.success !== 'boolean') fail('success', 'must be true or false');
+  return {
+    deviceId: text(fields.device_id, 'device_id', 128, true),
+    previousHash: hash(fields.previous_hash, 'previous_hash'),
+    newHash: hash(fields.new_hash, 'new_hash'),
+    success: fields.success,
+    rollbackReason: text(fields.rollback_reason, 'rollback_reason', 512, false),
+    timestamp: integer(fields.timestamp, 'timestamp'),
+  };
+}

@@ -1,0 +1,88 @@
+// One registry of every error the service can answer with: a stable code, the HTTP status
+// and the CoAP response code. Front-ends map code → status here and nowhere else.
+
+export interface ErrorSpec {
+  readonly http: number;
+  readonly coap: string;
+  readonly message: string;
+}
+
+export const ERRORS = {
+  MALFORMED_BODY: { http: 400, coap: '4.00', message: 'the request body is not valid JSON or CBOR' },
+  INVALID_FIELD: { http: 400, coap: '4.00', message: 'a field of the request has the wrong type or value' },
+  INVALID_HASH: { http: 400, coap: '4.00', message: 'a hash is not 64 lowercase hex characters' },
+  INVALID_ARTIFACT_KEY: { http: 400, coap: '4.00', message: 'the track key is not name or name/os/arch with the allowed characters' },
+  INVALID_RANGE: { http: 416, coap: '4.02', message: 'the requested range cannot be satisfied' },
+  UNAUTHORIZED: { http: 401, coap: '4.01', message: 'a valid Bearer token is required' },
+  RATE_LIMITED: { http: 429, coap: '4.29', message: 'too many failed authentications; retry in a second' },
+  NOT_FOUND: { http: 404, coap: '4.04', message: 'no such resource' },
+  ARTIFACT_NOT_FOUND: { http: 404, coap: '4.04', message: 'the artifact track is unknown' },
+  DELTA_NOT_FOUND: { http: 404, coap: '4.04', message: 'no finished delta exists for that pair' },
+  BINARY_NOT_FOUND: { http: 404, coap: '4.04', message: 'no compressed binary exists for that hash' },
+  METHOD_NOT_ALLOWED: { http: 405, coap: '4.05', message: 'method not allowed on this path' },
+  BODY_TOO_LARGE: { http: 413, coap: '4.13', message: 'the request body is larger than allowed' },
+  UNSUPPORTED_MEDIA_TYPE: { http: 415, coap: '4.15', message: 'the request body must be application/json' },
+  DELTA_TOO_LARGE: { http: 409, coap: '4.09', message: 'a binary of the pair exceeds store.delta_max_source_mb' },
+  SOURCE_UNREADABLE: { http: 422, coap: '4.22', message: 'the binary file cannot be read' },
+  STORE_CORRUPT: { http: 500, coap: '5.00', message: 'a stored file does not match its content hash' },
+  DIFF_FAILED: { http: 500, coap: '5.00', message: 'delta generation failed' },
+  ACTOR_TIMEOUT: { http: 503, coap: '5.03', message: 'an internal component did not answer in time' },
+  ACTOR_UNAVAILABLE: { http: 503, coap: '5.03', message: 'an internal component is restarting' },
+  SHUTTING_DOWN: { http: 503, coap: '5.03', message: 'the server is shutting down' },
+  CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid' },
+  STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt' },
+  INTERNAL: { http: 500, coap: '5.00', message: 'internal error' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class UpdaterError extends Error {
+  override readonly name = 'UpdaterError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string = ERRORS[code].message,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+export function isUpdaterError(err: unknown): err is UpdaterError {
+  return typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string'
+    && (err as { code: string }).code in ERRORS;
+}
+
+/** The wire shape of an error crossing a thread boundary: plain data, no prototype. */
+export interface SerializedError {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+  stack?: string;
+}
+
+export function serializeError(err: unknown): SerializedError {
+  if (isUpdaterError(err)) {
+    return { code: err.code, message: err.message, details: err.details, stack: err.stack };
+  }
+  const e = err instanceof Error ? err : new Error(String(err));
+  return { code: 'INTERNAL', message: e.message, stack: e.stack };
+}
+
+export function deserializeError(data: SerializedError): UpdaterError {
+  const err = new UpdaterError(data.code in ERRORS ? data.code : 'INTERNAL', data.message, data.details);
+  if (data.stack) err.stack = data.stack;
+  return err;
+}
+
+export function errorStatus(err: unknown): { code: ErrorCode; http: number; coap: string; message: string } {
+  const e = isUpdaterError(err) ? err : new UpdaterError('INTERNAL');
+  const spec = ERRORS[e.code];
+  // Internal failures keep their detail in the log, not on the wire.
+  const message = spec.http >= 500 && e.code === 'INTERNAL' ? spec.message : e.message;
+  return { code: e.code, http: spec.http, coap: spec.coap, message };
+}
+
+/** JSON body of an HTTP error, as fixed by interface.md. */
+export function errorBody(code: ErrorCode, message: string): string {
+  return JSON.stringify({ error: { code, message } });
+}

@@ -1,0 +1,51 @@
+import type { MessagePort } from 'node:worker_threads';
+import * as Comlink from 'comlink/dist/esm/comlink.mjs';
+import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
+import { UpdaterError, deserializeError, serializeError, type SerializedError } from './errors.js';
+
+// Comlink's default throw handler keeps only message/name/stack; ours keeps the stable
+// `code` so callers branch on err.code across threads. Installed once per thread.
+let installed = false;
+function installErrorHandler(): void {
+  if (installed) return;
+  installed = true;
+  const builtin = Comlink.transferHandlers.get('throw')!;
+  Comlink.transferHandlers.set('throw', {
+    canHandle: builtin.canHandle,
+    serialize: ({ value }: { value: unknown }) => [serializeError(value), []],
+    deserialize: (data: SerializedError) => {
+      throw deserializeError(data);
+    },
+  } as Comlink.TransferHandler<unknown, SerializedError>);
+}
+
+export type Remote<T> = Comlink.Remote<T>;
+
+export function exposeOn(api: object, port: MessagePort): void {
+  installErrorHandler();
+  Comlink.expose(api, nodeEndpoint(port as never));
+}
+
+export function wrapPort<T>(port: MessagePort): Remote<T> {
+  installErrorHandler();
+  return Comlink.wrap<T>(nodeEndpoint(port as never));
+}
+
+export function releaseRemote(remote: Remote<unknown>): void {
+  try {
+    remote[Comlink.releaseProxy]();
+  } catch {
+    // Already released or the port is gone: nothing left to free.
+  }
+}
+
+/** Rejects with ACTOR_TIMEOUT when a cross-actor call does not settle in time. */
+export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new UpdaterError('ACTOR_TIMEOUT', `${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export { Comlink };

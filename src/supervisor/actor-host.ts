@@ -1,0 +1,78 @@
+import { Worker, type MessagePort } from 'node:worker_threads';
+import type { ActorName, ActorToSupervisor, ActorWorkerData, ControlApi, SupervisorToActor } from '../messages/lifecycle.js';
+import { UpdaterError, deserializeError } from '../shared/errors.js';
+import { wrapPort, releaseRemote, type Remote } from '../shared/rpc.js';
+
+/** How long each actor may take to say Ready (its async setup). */
+export const READY_DEADLINE_MS: Record<ActorName, number> = {
+  'store-keeper': 120_000,
+  // Registers the configured binaries, streaming each into the store.
+  manifester: 15 * 60_000,
+  http: 15_000,
+};
+
+export function actorFile(name: ActorName): URL {
+  return new URL(`../actors/${name}/index.js`, import.meta.url);
+}
+
+/** One actor's worker thread: started with a Ready handshake, watched for unexpected exits. */
+export class ActorHost {
+  worker: Worker | undefined;
+  control: Remote<ControlApi> | undefined;
+  ready = false;
+  /** Set by the supervisor before it ends a worker on purpose. */
+  stopping = false;
+
+  constructor(readonly name: ActorName, private readonly onExit: (host: ActorHost, code: number) => void) {}
+
+  async start(data: ActorWorkerData, controlPort: MessagePort, transfer: MessagePort[]): Promise<void> {
+    this.ready = false;
+    this.stopping = false;
+    const worker = new Worker(actorFile(this.name), { workerData: data, transferList: transfer as never[] });
+    this.worker = worker;
+    this.control = wrapPort<ControlApi>(controlPort);
+    const deadline = READY_DEADLINE_MS[this.name];
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new UpdaterError('ACTOR_TIMEOUT', `${this.name} did not become ready within ${deadline} ms`)), deadline);
+        const onMessage = (message: ActorToSupervisor) => {
+          if (message.type === 'ready') settle(resolve);
+          else if (message.type === 'fatal') settle(() => reject(deserializeError(message.error)));
+        };
+        const onEarlyExit = (code: number) => settle(() => reject(new UpdaterError('INTERNAL', `${this.name} exited with code ${code} before it was ready`)));
+        const onError = (err: Error) => settle(() => reject(err));
+        const settle = (fn: () => void) => {
+          clearTimeout(timer);
+          worker.off('message', onMessage);
+          worker.off('exit', onEarlyExit);
+          worker.off('error', onError);
+          fn();
+        };
+        worker.on('message', onMessage);
+        worker.on('exit', onEarlyExit);
+        worker.on('error', onError);
+      });
+    } catch (err) {
+      this.stopping = true;
+      await worker.terminate();
+      throw err;
+    }
+    this.ready = true;
+    worker.on('error', () => undefined); // reported through 'exit'; logged by the actor itself
+    worker.once('exit', (code) => {
+      this.ready = false;
+      if (this.control) releaseRemote(this.control);
+      this.control = undefined;
+      if (!this.stopping) this.onExit(this, code);
+    });
+  }
+
+  post(message: SupervisorToActor, transfer: MessagePort[] = []): void {
+    this.worker?.postMessage(message, transfer as never[]);
+  }
+
+  async terminate(): Promise<void> {
+    this.stopping = true;
+    await this.worker?.terminate();
+  }
+}

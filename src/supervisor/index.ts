@@ -1,0 +1,153 @@
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { ActorName, ActorWorkerData, PeerName } from '../messages/lifecycle.js';
+import type { SupervisorApi } from '../messages/supervisor.js';
+import type { Config } from '../shared/config/types.js';
+import { UpdaterError } from '../shared/errors.js';
+import { createLogger, type Logger, type LogLevel } from '../shared/logger.js';
+import { exposeOn, withDeadline } from '../shared/rpc.js';
+import { ActorHost } from './actor-host.js';
+import { SupervisorMetrics } from './metrics.js';
+import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.js';
+
+//   devices ─HTTP─▶ http ──▶ manifester ──▶ store-keeper ──▶ diff pool (Piscina)
+//                    │  ▲         ▲               │
+//                    │  └─────────┼── events ◀────┘
+//                    └──▶ store-keeper (locate)      supervisor: control of every actor,
+//                    └──▶ supervisor (metrics)       metrics, restarts, drain
+//
+// One comlink link per (caller → callee) pair, each on its own MessageChannel. When an actor
+// restarts, the supervisor builds fresh channels for every link that touches it.
+
+/** Start order: each actor's callees come before it. */
+const ACTORS: readonly ActorName[] = ['store-keeper', 'manifester', 'http'];
+const LINKS: readonly (readonly [caller: ActorName, callee: PeerName])[] = [
+  ['manifester', 'store-keeper'],
+  ['store-keeper', 'manifester'],
+  ['http', 'manifester'],
+  ['http', 'store-keeper'],
+  ['http', 'supervisor'],
+];
+/** Drain in reverse order: stop taking requests first, then let work under way finish. */
+const DRAIN_DEADLINE_MS = 20_000;
+const METRICS_DEADLINE_MS = 2_000;
+
+export interface ServerOptions {
+  restartPolicy?: RestartPolicy;
+  /** Called when an actor keeps crashing and the supervisor gives up. */
+  onFatal?: (err: UpdaterError) => void;
+}
+
+export class Supervisor {
+  readonly log: Logger;
+  readonly metrics = new SupervisorMetrics();
+  private readonly hosts = new Map<ActorName, ActorHost>();
+  private readonly crashes = new Map<ActorName, number[]>();
+  private logLevel: LogLevel;
+  private stopped = false;
+
+  constructor(readonly config: Config, private readonly options: ServerOptions = {}) {
+    this.logLevel = config.logLevel;
+    this.log = createLogger('supervisor', this.logLevel);
+  }
+
+  async start(): Promise<void> {
+    for (const name of ACTORS) {
+      const host = new ActorHost(name, (h, code) => this.onCrash(h, code));
+      this.hosts.set(name, host);
+      try {
+        await this.spawn(host);
+      } catch (err) {
+        this.log.fatal({ err, actor: name }, 'actor failed to start');
+        await this.stop();
+        throw err;
+      }
+    }
+    this.log.info({ actors: ACTORS }, 'server started');
+  }
+
+  /** The worker of a running actor (tests use it to simulate a crash). */
+  actor(name: ActorName): ActorHost | undefined {
+    return this.hosts.get(name);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const name of [...ACTORS].reverse()) {
+      const host = this.hosts.get(name);
+      if (!host?.ready || !host.control) continue;
+      host.stopping = true;
+      try {
+        await withDeadline(host.control.drain(), DRAIN_DEADLINE_MS, `${name} drain`);
+      } catch (err) {
+        this.log.warn({ err, actor: name }, 'actor did not drain in time');
+      }
+    }
+    await Promise.all([...this.hosts.values()].map((h) => h.terminate()));
+    this.log.info('server stopped');
+  }
+
+  private async spawn(host: ActorHost): Promise<void> {
+    const name = host.name;
+    const links: { peer: PeerName; port: MessagePort }[] = [];
+    const serves: MessagePort[] = [];
+    const transfer: MessagePort[] = [];
+    for (const [caller, callee] of LINKS) {
+      if (caller === name && (callee === 'supervisor' || this.hosts.get(callee)?.ready)) {
+        const { port1, port2 } = new MessageChannel();
+        links.push({ peer: callee, port: port1 });
+        transfer.push(port1);
+        if (callee === 'supervisor') exposeOn(this.supervisorApi(), port2);
+        else this.hosts.get(callee)!.post({ type: 'serve', port: port2 }, [port2]);
+      } else if (callee === name && this.hosts.get(caller)?.ready) {
+        const { port1, port2 } = new MessageChannel();
+        this.hosts.get(caller)!.post({ type: 'connect', peer: name, port: port1 }, [port1]);
+        serves.push(port2);
+        transfer.push(port2);
+      }
+    }
+    const control = new MessageChannel();
+    serves.push(control.port2);
+    transfer.push(control.port2);
+    const data: ActorWorkerData = { actor: name, config: this.config, logLevel: this.logLevel, links, serves };
+    await host.start(data, control.port1, transfer);
+    this.log.info({ actor: name }, 'actor ready');
+  }
+
+  private onCrash(host: ActorHost, code: number): void {
+    if (this.stopped) return;
+    const decision = decideRestart(this.crashes.get(host.name) ?? [], Date.now(), this.options.restartPolicy ?? DEFAULT_RESTART_POLICY);
+    this.crashes.set(host.name, [...decision.recent]);
+    if (decision.action === 'escalate') {
+      const err = new UpdaterError('INTERNAL', `${host.name} crashed ${decision.recent.length} times within a minute; giving up`);
+      this.log.fatal({ actor: host.name, exitCode: code, crashes: decision.recent.length }, err.message);
+      void this.stop().then(() => this.options.onFatal?.(err));
+      return;
+    }
+    this.log.error({ actor: host.name, exitCode: code, restartInMs: decision.delayMs }, 'actor crashed; restarting');
+    this.metrics.restarted(host.name);
+    setTimeout(() => {
+      if (this.stopped) return;
+      this.spawn(host).catch((err) => {
+        this.log.error({ err, actor: host.name }, 'actor restart failed');
+        this.onCrash(host, -1);
+      });
+    }, decision.delayMs);
+  }
+
+  private supervisorApi(): SupervisorApi {
+    return {
+      metricsText: async () => {
+        const running = [...this.hosts.values()].filter((h) => h.ready && h.control);
+        const results = await Promise.allSettled(running.map((h) => withDeadline(h.control!.metrics(), METRICS_DEADLINE_MS, `${h.name} metrics`)));
+        return this.metrics.render(results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
+      },
+    };
+  }
+}
+
+export async function startServer(config: Config, options?: ServerOptions): Promise<Supervisor> {
+  const supervisor = new Supervisor(config, options);
+  await supervisor.start();
+  return supervisor;
+}
