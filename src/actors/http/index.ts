@@ -23,6 +23,15 @@ await runActor(async (ctx) => {
   });
   ctx.log.info({ host, port: uWS.us_socket_local_port(listenSocket) }, 'http listening');
 
+  // uWS keeps native socket handles on this thread's event loop; a worker that ends with them
+  // open aborts the whole process (CheckedUvLoopClose). So every way out closes them first.
+  const closeAll = () => (app as unknown as { close(): void }).close();
+  process.on('uncaughtException', (err) => {
+    ctx.log.fatal({ err }, 'uncaught exception in the http front-end');
+    closeAll();
+    process.exit(1);
+  });
+
   return {
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
@@ -31,6 +40,7 @@ await runActor(async (ctx) => {
       uWS.us_listen_socket_close(listenSocket);
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
       await Promise.race([Promise.allSettled([...downloads]), timeout]);
+      closeAll();
     },
   } satisfies ControlApi;
 });

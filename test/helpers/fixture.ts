@@ -1,0 +1,84 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { publicKeyHex, readPrivateKeyFile, writePrivateKeyFile } from '../../src/shared/signing.js';
+
+// Real files in a temp directory: a signing key, an admin token, and binaries whose versions
+// differ a little (so deltas are small) or a lot.
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdefghijkl';
+
+export interface Fixture {
+  readonly dir: string;
+  readonly keyPath: string;
+  readonly publicKey: string;
+  readonly tokenPath: string;
+  /** Writes a binary below the fixture and returns its path and hash. */
+  writeBinary(name: string, bytes: Buffer): Promise<{ path: string; hash: string; size: number }>;
+  cleanup(): Promise<void>;
+}
+
+export async function makeFixture(prefix = 'updater-test-'): Promise<Fixture> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const keyPath = join(dir, 'signing.key');
+  await writePrivateKeyFile(keyPath);
+  const publicKey = publicKeyHex(await readPrivateKeyFile(keyPath));
+  const tokenPath = join(dir, 'admin.token');
+  await writeFile(tokenPath, `${ADMIN_TOKEN}\n`);
+  return {
+    dir,
+    keyPath,
+    publicKey,
+    tokenPath,
+    async writeBinary(name, bytes) {
+      const path = join(dir, name);
+      await writeFile(path, bytes);
+      return { path, hash: sha256Hex(bytes), size: bytes.length };
+    },
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** Pseudo-random bytes from a seed: the same seed gives the same "firmware". */
+export function firmware(size: number, seed: string): Buffer {
+  const out = Buffer.allocUnsafe(size);
+  let block = createHash('sha256').update(seed).digest();
+  for (let offset = 0; offset < size; offset += 32) {
+    block = createHash('sha256').update(block).digest();
+    block.copy(out, offset, 0, Math.min(32, size - offset));
+  }
+  return out;
+}
+
+/** The next version of `base`: a few small edits and an appended tail, as a rebuild gives. */
+export function nextVersion(base: Buffer, seed: string): Buffer {
+  const next = Buffer.from(base);
+  const noise = firmware(64, seed);
+  for (let i = 0; i < 8; i++) {
+    const at = Math.floor(((noise[i] ?? 0) / 256) * (next.length - 16));
+    noise.copy(next, at, i * 8, i * 8 + 8);
+  }
+  return Buffer.concat([next, firmware(4096, `${seed}-tail`)]);
+}
+
+export function randomHash(): string {
+  return randomBytes(32).toString('hex');
+}
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}

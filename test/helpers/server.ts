@@ -1,0 +1,105 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { loadConfigFile } from '../../src/shared/config/load.js';
+import { startServer, type Supervisor } from '../../src/supervisor/index.js';
+import { freePort, type Fixture } from './fixture.js';
+
+export const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
+export const UPDATER_BIN = join(REPO_ROOT, 'bin', 'updater.js');
+
+export interface ArtifactEntry {
+  name: string;
+  os?: string;
+  arch?: string;
+  version: string;
+  binary: string;
+}
+
+/** A configuration document for the fixture; `overrides` are merged at the top level. */
+export function configDocument(fixture: Fixture, port: number, artifacts: ArtifactEntry[], overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const base: Record<string, unknown> = {
+    listen: { http: `127.0.0.1:${port}` },
+    signing: { private_key_file: fixture.keyPath },
+    admin: { token_file: fixture.tokenPath },
+    store: { dir: join(fixture.dir, 'store'), delta_concurrency: 2 },
+    manifest: { retry_after: '1s' },
+    log_level: 'warn',
+    artifacts,
+  };
+  for (const [key, value] of Object.entries(overrides)) {
+    const current = base[key];
+    base[key] = isPlainObject(current) && isPlainObject(value) ? { ...current, ...value } : value;
+  }
+  return base;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export async function writeConfig(fixture: Fixture, doc: Record<string, unknown>, name = 'updater.yaml'): Promise<string> {
+  const path = join(fixture.dir, name);
+  await writeFile(path, stringify(doc));
+  return path;
+}
+
+export interface TestServer {
+  readonly url: string;
+  readonly port: number;
+  readonly configPath: string;
+  readonly supervisor: Supervisor;
+  stop(): Promise<void>;
+}
+
+/** The real supervisor and its worker threads, in this process, on a free loopback port. */
+export async function startTestServer(fixture: Fixture, artifacts: ArtifactEntry[], overrides: Record<string, unknown> = {}): Promise<TestServer> {
+  const port = await freePort();
+  const configPath = await writeConfig(fixture, configDocument(fixture, port, artifacts, overrides));
+  const supervisor = await startServer(loadConfigFile(configPath));
+  return { url: `http://127.0.0.1:${port}`, port, configPath, supervisor, stop: () => supervisor.stop() };
+}
+
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  output(): string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+/** `updater serve` as its own process, for signals and kill -9. Resolves once it listens. */
+export async function spawnServer(configPath: string, url: string, timeoutMs = 60_000): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [UPDATER_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout!.on('data', (d) => (text += d));
+  child.stderr!.on('data', (d) => (text += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const started = Date.now();
+  while (!text.includes('"server started"')) {
+    if (child.exitCode !== null || Date.now() - started > timeoutMs) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start:\n${text}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { child, url, output: () => text, exited };
+}
+
+/** Runs `updater` with arguments and collects its output. */
+export function runUpdater(args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [UPDATER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
