@@ -38,6 +38,7 @@ export function parseTrackKey(key: unknown): TrackId {
   if (typeof key !== 'string') throw new UpdaterError('INVALID_ARTIFACT_KEY', 'artifact must be a string');
   const parts = key.split('/');
   if (parts.length === 1) return makeTrackId(parts[0], '', '');
+  if (parts.length === 2) throw new UpdaterError('INVALID_ARTIFACT_KEY', 'os and arch must be set together or both left out (name/os/arch)');
   if (parts.length === 3) {
     if (!parts[1] || !parts[2]) throw new UpdaterError('INVALID_ARTIFACT_KEY', 'os and arch must be set together or both left out');
     return makeTrackId(parts[0], parts[1], parts[2]);

@@ -1,0 +1,66 @@
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import t from 'tap';
+import { firmware, freePort, makeFixture, nextVersion, sha256Hex } from '../helpers/fixture.js';
+import { getBytes, heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
+import { configDocument, spawnServer, writeConfig } from '../helpers/server.js';
+
+t.test('kill -9 during a delta generation leaves no file that is ever served', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  // Large enough that bsdiff runs for a while on this machine.
+  const v1 = await fixture.writeBinary('v1.bin', firmware(12_000_000, 'k9-v1'));
+  const v2 = await fixture.writeBinary('v2.bin', nextVersion(await readFile(v1.path), 'k9-v2'));
+  const port = await freePort();
+  const configPath = await writeConfig(fixture, configDocument(fixture, port, [
+    { name: 'app', version: '2', binary: v2.path },
+    { name: 'legacy', version: '1', binary: v1.path },
+  ], { default_artifact: 'app', log_level: 'info' }));
+  const url = `http://127.0.0.1:${port}`;
+  const deltas = join(fixture.dir, 'store', 'deltas');
+  const deltaName = `${v1.hash}_${v2.hash}.delta.zst`;
+
+  const first = await spawnServer(configPath, url);
+  const pending = await heartbeat(url, v1.hash);
+  t.ok(pending.json.retry_after > 0, 'generation started');
+  // Wait until the diff pool is really at work (its scratch file exists), then pull the plug.
+  const workDir = join(fixture.dir, 'store', 'work');
+  const started = Date.now();
+  while ((await readdir(workDir)).length === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 20));
+  t.ok((await readdir(workDir)).length > 0, 'the diff is under way');
+  first.child.kill('SIGKILL');
+  await first.exited;
+  t.notOk((await readdir(deltas)).includes(deltaName), 'no delta exists under its final name after the crash');
+
+  const second = await spawnServer(configPath, url);
+  t.teardown(async () => {
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+  t.notOk((await readdir(deltas)).some((n) => n.startsWith('.tmp-')), 'leftover temporaries are removed at start');
+  t.same(await readdir(workDir), [], 'the diff scratch space is emptied at start');
+  const gone = await getBytes(`${url}/delta/${v1.hash}/${v2.hash}`);
+  t.equal(gone.status, 404, 'nothing half-written is served');
+
+  const manifest = await heartbeatUntilSigned(url, v1.hash);
+  const { body } = await getBytes(`${url}${manifest.delta_endpoint}`);
+  t.equal(sha256Hex(body), manifest.delta_hash);
+  await writeFile(join(fixture.dir, 'd.zst'), body);
+  execFileSync('zstd', ['-d', '-q', '-f', join(fixture.dir, 'd.zst'), '-o', join(fixture.dir, 'd.patch')]);
+  execFileSync('bspatch', [v1.path, join(fixture.dir, 'out.bin'), join(fixture.dir, 'd.patch')]);
+  t.equal(sha256Hex(await readFile(join(fixture.dir, 'out.bin'))), v2.hash, 'the regenerated delta rebuilds the target');
+});
+
+t.test('SIGTERM drains the server and it exits 0', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v2 = await fixture.writeBinary('v2.bin', firmware(10_000, 'term'));
+  const port = await freePort();
+  const configPath = await writeConfig(fixture, configDocument(fixture, port, [{ name: 'app', version: '2', binary: v2.path }], { log_level: 'info' }));
+  const server = await spawnServer(configPath, `http://127.0.0.1:${port}`);
+  t.equal((await heartbeat(server.url, v2.hash)).status, 200);
+  server.child.kill('SIGTERM');
+  t.equal(await server.exited, 0);
+  t.match(server.output(), /"msg":"server stopped"/);
+});

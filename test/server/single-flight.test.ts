@@ -1,0 +1,25 @@
+import { readFile } from 'node:fs/promises';
+import t from 'tap';
+import { firmware, makeFixture, nextVersion } from '../helpers/fixture.js';
+import { heartbeat, heartbeatUntilSigned, metricValue } from '../helpers/http.js';
+import { startTestServer } from '../helpers/server.js';
+
+t.test('50 concurrent heartbeats for one new pair run exactly one diff', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v1 = await fixture.writeBinary('v1.bin', firmware(3_000_000, 'sf-v1'));
+  const v2 = await fixture.writeBinary('v2.bin', nextVersion(await readFile(v1.path), 'sf-v2'));
+  const server = await startTestServer(fixture, [
+    { name: 'app', version: '2', binary: v2.path },
+    { name: 'legacy', version: '1', binary: v1.path },
+  ], { default_artifact: 'app', store: { delta_concurrency: 4 } });
+  t.teardown(() => server.stop());
+
+  const answers = await Promise.all(Array.from({ length: 50 }, () => heartbeat(server.url, v1.hash)));
+  t.ok(answers.every((a) => a.status === 200 && a.json.update_available === true), 'all 50 are answered');
+  t.ok(answers.every((a) => a.json.retry_after > 0 || a.json.signature), 'each is either pending or signed');
+  await heartbeatUntilSigned(server.url, v1.hash);
+  await Promise.all(Array.from({ length: 50 }, () => heartbeat(server.url, v1.hash)));
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  t.equal(metricValue(metrics, 'updater_delta_generations_total', { kind: 'delta', result: 'ok' }), 1, 'exactly one delta generation ran');
+});
