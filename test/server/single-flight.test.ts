@@ -23,3 +23,21 @@ t.test('50 concurrent heartbeats for one new pair run exactly one diff', async (
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   t.equal(metricValue(metrics, 'updater_delta_generations_total', { kind: 'delta', result: 'ok' }), 1, 'exactly one delta generation ran');
 });
+
+t.test('idle diff threads exit after a generation, so memory returns to the baseline', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v1 = await fixture.writeBinary('v1.bin', firmware(500_000, 'idle-v1'));
+  const v2 = await fixture.writeBinary('v2.bin', nextVersion(await readFile(v1.path), 'idle-v2'));
+  const server = await startTestServer(fixture, [
+    { name: 'app', version: '2', binary: v2.path },
+    { name: 'legacy', version: '1', binary: v1.path },
+  ], { default_artifact: 'app' });
+  t.teardown(() => server.stop());
+  await heartbeatUntilSigned(server.url, v1.hash);
+  const threads = async () => metricValue(await (await fetch(`${server.url}/metrics`)).text(), 'updater_diff_threads');
+  t.ok((await threads()) >= 1, 'a diff thread ran');
+  const deadline = Date.now() + 30_000;
+  while ((await threads()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+  t.equal(await threads(), 0, 'no diff thread is left once the pool is idle');
+});

@@ -1,10 +1,19 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { TransferKind } from '../../messages/store.js';
 
+export interface BudgetReading {
+  target: number;
+  hot: number;
+  queued: number;
+  running: number;
+  /** Live diff threads; 0 when the pool is idle. */
+  threads: number;
+}
+
 export interface StoreMetrics {
   generated(kind: TransferKind, seconds: number): void;
   generationFailed(kind: TransferKind): void;
-  observeBudgets(read: () => { target: number; hot: number; queued: number; running: number }): void;
+  observeBudgets(read: () => BudgetReading): void;
 }
 
 export function createStoreMetrics(registry: Registry): StoreMetrics {
@@ -21,8 +30,8 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [registry],
   });
-  let read = () => ({ target: 0, hot: 0, queued: 0, running: 0 });
-  const budget = new Gauge({
+  let read = (): BudgetReading => ({ target: 0, hot: 0, queued: 0, running: 0, threads: 0 });
+  new Gauge({
     name: 'updater_cache_bytes',
     help: 'Bytes held by each store cache budget',
     labelNames: ['cache'],
@@ -44,7 +53,14 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
       this.set({ state: 'queued' }, now.queued);
     },
   });
-  void budget;
+  new Gauge({
+    name: 'updater_diff_threads',
+    help: 'Live diff-pool threads (idle ones exit, so this returns to 0)',
+    registers: [registry],
+    collect() {
+      this.set(read().threads);
+    },
+  });
   return {
     generated(kind, seconds) {
       generations.inc({ kind, result: 'ok' });

@@ -55,7 +55,13 @@ export class ContentStore {
       // one task per distinct pair asked for, and each waits its turn for a thread.
       maxQueue: Infinity,
     });
-    metrics.observeBudgets(() => ({ target: this.targetCache.usedBytes, hot: this.hotCache.usedBytes, queued: this.pool.queueSize, running: this.inflight.size }));
+    metrics.observeBudgets(() => ({
+      target: this.targetCache.usedBytes,
+      hot: this.hotCache.usedBytes,
+      queued: this.pool.queueSize,
+      running: this.inflight.size,
+      threads: this.pool.threads.length,
+    }));
   }
 
   async open(): Promise<void> {
