@@ -31,9 +31,16 @@ export interface HealthView {
   artifacts: Record<string, { version: string; hash: string }>;
 }
 
+/** The hashes the tracks still need, for retention. */
+export interface TrackReferences {
+  current: string[];
+  history: string[];
+}
+
 export interface ManifesterApi extends ControlApi {
   heartbeat(request: HeartbeatRequest): Promise<Manifest>;
   health(): Promise<HealthView>;
+  references(): Promise<TrackReferences>;
   /** Called by the store-keeper for every change to the store index. */
-  storeEvent(event: StoreEvent): void;
+  storeEvent(event: StoreEvent): Promise<void> | void;
 }

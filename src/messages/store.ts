@@ -38,6 +38,32 @@ export interface StoreSnapshot {
   readonly transfers: readonly TransferInfo[];
 }
 
+/** A file of the store as the retention sweeper sees it. */
+export interface InventoryEntry {
+  readonly name: string;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
+export interface StoreInventory {
+  /** Every regular file of the deltas directory, derived-file name or not. */
+  readonly derived: readonly InventoryEntry[];
+  readonly binaries: readonly (InventoryEntry & { hash: string })[];
+}
+
+export interface RemovalRequest {
+  /** Derived-file names (`{from}_{to}.delta.zst`, `{hash}.full.zst`). */
+  readonly derived: readonly string[];
+  readonly binaries: readonly string[];
+}
+
+export interface RemovalResult {
+  readonly deltas: number;
+  readonly full: number;
+  readonly binaries: number;
+  readonly bytes: number;
+}
+
 export interface StoreKeeperApi extends ControlApi {
   /** Streams a server-side file into the store as `{hash}.bin`; durable when it resolves. */
   registerBinary(path: string): Promise<BinaryInfo>;
@@ -50,4 +76,12 @@ export interface StoreKeeperApi extends ControlApi {
   ensureDelta(from: string, to: string): Promise<TransferInfo>;
   snapshot(): Promise<StoreSnapshot>;
   locate(kind: TransferKind, to: string, from?: string): Promise<TransferLocation | null>;
+  /** Lists the store's files with sizes and modification times. */
+  inventory(): Promise<StoreInventory>;
+  /**
+   * Deletes files on the sweeper's behalf: each leaves the index and the manifester's view
+   * before its bytes go, so nothing is promised that no longer exists. Binaries that a diff
+   * under way reads are skipped.
+   */
+  remove(request: RemovalRequest): Promise<RemovalResult>;
 }

@@ -8,6 +8,7 @@ export const READY_DEADLINE_MS: Record<ActorName, number> = {
   'store-keeper': 120_000,
   // Registers the configured binaries, streaming each into the store.
   manifester: 15 * 60_000,
+  sweeper: 15_000,
   http: 15_000,
 };
 

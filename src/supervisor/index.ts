@@ -14,18 +14,22 @@ import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './res
 //                    │  └─────────┼── events ◀────┘
 //                    └──▶ store-keeper (locate)      supervisor: control of every actor,
 //                    └──▶ supervisor (metrics)       metrics, restarts, drain
+//                    └──▶ sweeper (gc) ──▶ manifester (references), store-keeper (inventory, remove)
 //
 // One comlink link per (caller → callee) pair, each on its own MessageChannel. When an actor
 // restarts, the supervisor builds fresh channels for every link that touches it.
 
 /** Start order: each actor's callees come before it. */
-const ACTORS: readonly ActorName[] = ['store-keeper', 'manifester', 'http'];
+const ACTORS: readonly ActorName[] = ['store-keeper', 'manifester', 'sweeper', 'http'];
 const LINKS: readonly (readonly [caller: ActorName, callee: PeerName])[] = [
   ['manifester', 'store-keeper'],
   ['store-keeper', 'manifester'],
   ['http', 'manifester'],
   ['http', 'store-keeper'],
   ['http', 'supervisor'],
+  ['http', 'sweeper'],
+  ['sweeper', 'manifester'],
+  ['sweeper', 'store-keeper'],
 ];
 /** Drain in reverse order: stop taking requests first, then let work under way finish. */
 const DRAIN_DEADLINE_MS = 20_000;

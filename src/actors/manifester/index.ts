@@ -48,6 +48,10 @@ await runActor(async (ctx) => {
   return {
     heartbeat: async (request) => manifester.heartbeat(request),
     health: async () => manifester.health(),
+    references: async () => ({
+      current: tracks.all().map((t) => t.hash),
+      history: tracks.all().flatMap((t) => t.history),
+    }),
     storeEvent: (event) => view.apply(event),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),

@@ -5,13 +5,16 @@ import { runActor } from '../runtime.js';
 import { createStoreMetrics } from './metrics.js';
 import { ContentStore } from './store.js';
 
+const EVENT_DEADLINE_MS = 2_000;
+
 await runActor(async (ctx) => {
-  const store = new ContentStore(ctx.config, ctx.log, createStoreMetrics(ctx.registry), (event) => {
-    // Fire and forget: a manifester that is restarting resynchronizes from a snapshot.
+  const store = new ContentStore(ctx.config, ctx.log, createStoreMetrics(ctx.registry), async (event) => {
+    // A manifester that is restarting (or not connected yet) resynchronizes from a snapshot,
+    // so a lost event costs nothing; the deadline only bounds how long a removal waits.
     try {
-      void ctx.peer<ManifesterApi>('manifester').storeEvent(event).catch(() => undefined);
+      await ctx.call<ManifesterApi, void>('manifester', async (m) => m.storeEvent(event), EVENT_DEADLINE_MS);
     } catch {
-      // not connected yet
+      // see above
     }
   });
   await store.open();
@@ -21,6 +24,8 @@ await runActor(async (ctx) => {
     ensureDelta: (from, to) => store.ensureDelta(from, to),
     snapshot: async () => store.snapshot(),
     locate: async (kind, to, from) => store.locate(kind, to, from),
+    inventory: () => store.inventory(),
+    remove: (request) => store.remove(request),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
     drain: () => store.drain(),

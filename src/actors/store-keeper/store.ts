@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { DiffOutcome, DiffTask } from '../../messages/diff.js';
-import type { BinaryInfo, StoreEvent, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
+import type { BinaryInfo, RemovalRequest, RemovalResult, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { publishNoOverwrite } from '../../shared/durable-file.js';
 import { UpdaterError, deserializeError } from '../../shared/errors.js';
@@ -10,7 +10,8 @@ import { assertSha256Hex } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
 import { HotTransferCache, TargetCache } from './caches.js';
 import { copyIntoStore } from './copy-in.js';
-import { binaryName, storeLayout, transferKey, transferName, type StoreLayout } from './layout.js';
+import { binaryName, parseDerivedName, storeLayout, transferKey, transferName, type StoreLayout } from './layout.js';
+import { listInventory, unlinkIfPresent } from './removal.js';
 import type { StoreMetrics } from './metrics.js';
 import { openStoreDirs } from './scan.js';
 
@@ -41,7 +42,8 @@ export class ContentStore {
     private readonly config: Config,
     private readonly log: Logger,
     private readonly metrics: StoreMetrics,
-    private readonly emit: (event: StoreEvent) => void,
+    /** Tells the manifester; resolves once it has applied the event (or gave up waiting). */
+    private readonly emit: (event: StoreEvent) => Promise<void>,
   ) {
     this.layout = storeLayout(config.store.dir);
     this.targetCache = new TargetCache(config.store.targetCacheMb * MB);
@@ -84,7 +86,7 @@ export class ContentStore {
     const result = await copyIntoStore(path, this.layout.binaries, (hash) => this.binaries.has(hash));
     if (!this.binaries.has(result.hash)) {
       this.binaries.set(result.hash, result.size);
-      this.publish({ type: 'binary-registered', binary: { hash: result.hash, size: result.size } });
+      void this.publish({ type: 'binary-registered', binary: { hash: result.hash, size: result.size } });
     }
     if (result.created) this.log.info({ hash: result.hash, size: result.size, source: path }, 'binary stored');
     return { hash: result.hash, size: result.size };
@@ -142,6 +144,45 @@ export class ContentStore {
     return { ...info, path, ...(shared ? { shared } : {}) };
   }
 
+  inventory(): Promise<StoreInventory> {
+    return listInventory(this.layout);
+  }
+
+  async remove(request: RemovalRequest): Promise<RemovalResult> {
+    const result = { deltas: 0, full: 0, binaries: 0, bytes: 0 };
+    for (const name of request.derived) {
+      const parsed = parseDerivedName(name);
+      if (!parsed || this.inflight.has(name)) continue;
+      const info = this.transfers.get(name);
+      if (info) {
+        this.transfers.delete(name);
+        this.hotCache.drop(name);
+        // The manifester stops promising the file before its bytes go.
+        await this.publish({ type: 'transfer-removed', transfer: info });
+      }
+      const bytes = await unlinkIfPresent(join(this.layout.deltas, name));
+      result.bytes += bytes;
+      if (parsed.kind === 'delta') result.deltas++;
+      else result.full++;
+    }
+    for (const hash of request.binaries) {
+      assertSha256Hex(hash, 'hash');
+      if (this.readByDiffUnderWay(hash)) continue;
+      if (this.binaries.delete(hash)) {
+        this.targetCache.drop(hash);
+        await this.publish({ type: 'binary-removed', hash });
+      }
+      result.bytes += await unlinkIfPresent(this.binaryPath(hash));
+      result.binaries++;
+    }
+    return result;
+  }
+
+  private readByDiffUnderWay(hash: string): boolean {
+    for (const name of this.inflight.keys()) if (name.includes(hash)) return true;
+    return false;
+  }
+
   async drain(): Promise<void> {
     this.draining = true;
     await Promise.allSettled([...this.inflight.values()]);
@@ -190,11 +231,11 @@ export class ContentStore {
     this.transfers.set(name, info);
     this.metrics.generated(task.kind, durationMs / 1000);
     this.log.info({ file: name, size, ms: Math.round(durationMs) }, 'derived file ready');
-    this.publish({ type: 'transfer-ready', transfer: info });
+    void this.publish({ type: 'transfer-ready', transfer: info });
     return info;
   }
 
-  private publish(body: EventBody): void {
-    this.emit({ ...body, seq: ++this.seq } as StoreEvent);
+  private publish(body: EventBody): Promise<void> {
+    return this.emit({ ...body, seq: ++this.seq } as StoreEvent);
   }
 }

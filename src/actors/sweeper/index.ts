@@ -1,0 +1,71 @@
+import type { ManifesterApi, TrackReferences } from '../../messages/manifester.js';
+import type { RemovalResult, StoreInventory, StoreKeeperApi } from '../../messages/store.js';
+import type { SweeperApi, SweepResult } from '../../messages/sweeper.js';
+import { collectMetrics, setLevel } from '../control.js';
+import { runActor } from '../runtime.js';
+import { createSweeperMetrics } from './metrics.js';
+import { planSweep } from './policy.js';
+
+const MB = 1024 * 1024;
+/** A sweep of a large store stats every file; give it time. */
+const SWEEP_CALL_DEADLINE_MS = 5 * 60_000;
+
+await runActor(async (ctx) => {
+  const { retention } = ctx.config;
+  const metrics = createSweeperMetrics(ctx.registry);
+  let running: Promise<SweepResult> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const sweepOnce = async (trigger: 'schedule' | 'admin'): Promise<SweepResult> => {
+    const started = Date.now();
+    const refs = await ctx.call<ManifesterApi, TrackReferences>('manifester', (m) => m.references(), SWEEP_CALL_DEADLINE_MS);
+    const inventory = await ctx.call<StoreKeeperApi, StoreInventory>('store-keeper', (s) => s.inventory(), SWEEP_CALL_DEADLINE_MS);
+    const plan = planSweep(inventory.derived, inventory.binaries, { current: new Set(refs.current), history: new Set(refs.history) }, {
+      deltaMaxAgeMs: retention.deltaMaxAgeMs,
+      deltasMaxTotalBytes: retention.deltasMaxTotalMb * MB,
+      collectOrphanBinaries: retention.collectOrphanBinaries,
+      orphanBinaryMinAgeMs: retention.orphanBinaryMinAgeMs,
+    }, Date.now());
+    for (const name of plan.unparseable) ctx.log.debug({ file: name }, 'retention: not a derived-file name; left alone');
+    for (const { file, reason } of plan.derived) ctx.log.debug({ file: file.name, reason }, 'retention: removing derived file');
+    const removed = await ctx.call<StoreKeeperApi, RemovalResult>('store-keeper', (s) => s.remove({
+      derived: plan.derived.map((d) => d.file.name),
+      binaries: plan.binaries.map((b) => b.hash),
+    }), SWEEP_CALL_DEADLINE_MS);
+    const result: SweepResult = {
+      removed: { deltas: removed.deltas, full: removed.full, binaries: removed.binaries },
+      bytes_freed: removed.bytes,
+      ignored: plan.unparseable.length,
+      duration_ms: Date.now() - started,
+    };
+    metrics.swept(result);
+    ctx.log.info({ trigger, ...result }, 'retention sweep done');
+    return result;
+  };
+
+  /** One sweep at a time: a request during a sweep joins it. */
+  const sweep = (trigger: 'schedule' | 'admin'): Promise<SweepResult> => {
+    running ??= sweepOnce(trigger).finally(() => (running = undefined));
+    return running;
+  };
+
+  // Off by default; the first automatic sweep comes one interval after start, never at boot.
+  const schedule = () => {
+    timer = setTimeout(() => {
+      sweep('schedule')
+        .catch((err) => ctx.log.error({ err }, 'retention sweep failed'))
+        .finally(schedule);
+    }, retention.intervalMs);
+  };
+  if (retention.enabled) schedule();
+
+  return {
+    sweep: () => sweep('admin'),
+    metrics: () => collectMetrics(ctx),
+    setLogLevel: (level) => setLevel(ctx, level),
+    async drain() {
+      clearTimeout(timer);
+      await running?.catch(() => undefined);
+    },
+  } satisfies SweeperApi;
+});
