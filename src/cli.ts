@@ -2,17 +2,20 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile } from './shared/config/load.js';
 import { writePrivateKeyFile } from './shared/signing.js';
 import { startServer } from './supervisor/index.js';
+import { LOAD_HELP, loadCommand } from '../agent/load/cli.js';
 
 const USAGE = `usage: updater <command> [options]
 
 commands:
   serve --config FILE     run the update server (supervisor and its actors)
   keygen --out FILE       write a new Ed25519 signing key; prints the public key (hex)
+  load [options]          simulate a fleet of devices against a running server
 
 Run "updater <command> --help" for the options of a command.
 `;
 
 const HELP: Record<string, string> = {
+  load: LOAD_HELP,
   serve: `usage: updater serve --config FILE
 
 Runs the server. The configuration is validated before anything listens; an error names the
@@ -47,6 +50,14 @@ export async function main(argv: string[]): Promise<number> {
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   serve: serveCommand,
   keygen: keygenCommand,
+  load: async (args) => {
+    try {
+      return await loadCommand(args);
+    } catch (err) {
+      process.stderr.write(`updater load: ${(err as Error).message}\n`);
+      return 2;
+    }
+  },
 };
 
 function options(args: string[], names: string[]): Record<string, string | undefined> {

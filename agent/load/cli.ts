@@ -1,0 +1,86 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../../src/shared/duration.js';
+import { runLoad, type LoadOptions, type LoadReport } from './run.js';
+
+export const LOAD_HELP = `usage: updater load [options]
+
+Simulates a fleet of devices against a running server (loopback or your own test hosts only)
+and reports requests/s, heartbeat latency p50/p99/p999, errors by kind, bytes transferred and
+the server's RSS sampled every second from /metrics. Stops by itself after --duration.
+
+  --url URL                 server base address (default http://127.0.0.1:8080)
+  --devices N               simulated devices (default 1000)
+  --rate N                  heartbeats per second, all devices together (default 500)
+  --duration D              how long to run, e.g. 30s, 5m (default 30s)
+  --old-share F             share of devices starting on superseded versions, 0..1 (default 0.1)
+  --sockets N               keep-alive connections (default 64)
+  --max-inflight N          requests in flight at most (default 512)
+  --no-download             do not fetch the deltas and binaries offered
+  --admin-token-file FILE   read track histories from GET /admin/artifacts (needed for --old-share)
+  --soak                    fail (exit 1) when RSS passes --rss-bound-mb or keeps growing
+  --rss-bound-mb N          RSS bound for --soak (default 1024)
+  --rss-slope-mb N          allowed RSS growth after warm-up, MB per minute (default 2)
+  --json                    print the final report as JSON
+`;
+
+export async function loadCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    options: {
+      url: { type: 'string', default: 'http://127.0.0.1:8080' },
+      devices: { type: 'string', default: '1000' },
+      rate: { type: 'string', default: '500' },
+      duration: { type: 'string', default: '30s' },
+      'old-share': { type: 'string', default: '0.1' },
+      sockets: { type: 'string', default: '64' },
+      'max-inflight': { type: 'string', default: '512' },
+      'no-download': { type: 'boolean', default: false },
+      'admin-token-file': { type: 'string' },
+      soak: { type: 'boolean', default: false },
+      'rss-bound-mb': { type: 'string', default: '1024' },
+      'rss-slope-mb': { type: 'string', default: '2' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const number = (name: string, min: number, max: number, integer = true): number => {
+    const n = Number(values[name as keyof typeof values]);
+    if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) throw new RangeError(`--${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
+    return n;
+  };
+  const durationMs = parseDuration(values.duration);
+  if (durationMs === undefined || durationMs < 1000 || durationMs > 24 * 3600_000) throw new RangeError('--duration must be a duration from 1s to 24h, like 30s or 5m');
+  const options: LoadOptions = {
+    url: values.url!.replace(/\/$/, ''),
+    devices: number('devices', 1, 1_000_000),
+    rate: number('rate', 1, 1_000_000),
+    durationMs,
+    oldShare: number('old-share', 0, 1, false),
+    sockets: number('sockets', 1, 10_000),
+    maxInflight: number('max-inflight', 1, 100_000),
+    download: !values['no-download'],
+    ...(values['admin-token-file'] ? { adminToken: readFileSync(values['admin-token-file'], 'utf8').trim() } : {}),
+    ...(values.soak ? { soak: { boundBytes: number('rss-bound-mb', 1, 1_000_000) * 1024 * 1024, maxSlopeBytesPerMinute: number('rss-slope-mb', 0, 100_000, false) * 1024 * 1024 } } : {}),
+    progress: (line) => process.stderr.write(`${line}\n`),
+  };
+  const report = await runLoad(options);
+  process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+  if (report.heartbeats === 0) return 1;
+  return report.soak && !report.soak.ok ? 1 : 0;
+}
+
+export function formatReport(r: LoadReport): string {
+  const lines = [
+    `devices ${r.devices} over ${r.tracks} tracks for ${r.seconds.toFixed(1)} s`,
+    `requests/s      ${r.requests_per_second.toFixed(0)}`,
+    `heartbeats      ${r.heartbeats}   downloads ${r.downloads}   updates applied ${r.updates_applied}`,
+    `latency ms      p50 ${r.latency_ms.p50.toFixed(2)}   p99 ${r.latency_ms.p99.toFixed(2)}   p999 ${r.latency_ms.p999.toFixed(2)}   max ${r.latency_ms.max.toFixed(2)}`,
+    `outcomes        ${JSON.stringify(r.outcomes)}`,
+    `errors          ${JSON.stringify(r.errors)}`,
+    `bytes           up ${r.bytes.up}   down ${r.bytes.down}`,
+    `server RSS MB   first ${r.rss_mb.first}   peak ${r.rss_mb.peak}   last ${r.rss_mb.last}   (${r.rss_mb.samples} samples)`,
+  ];
+  if (r.soak) lines.push(`soak            ${r.soak.ok ? 'PASS' : `FAIL: ${r.soak.reasons.join('; ')}`}   slope ${(r.soak.slopeBytesPerMinute / 1048576).toFixed(2)} MB/min`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import type { Manifest } from '../../src/messages/manifester.js';
+
+// The harness's HTTP client: node:http over a keep-alive agent, so thousands of simulated
+// devices share a bounded number of sockets, as devices behind one gateway would.
+
+export interface HeartbeatAnswer {
+  readonly status: number;
+  readonly manifest?: Manifest;
+  readonly bytesUp: number;
+  readonly bytesDown: number;
+}
+
+export class HttpLoadClient {
+  private readonly agent: Agent;
+  private readonly host: string;
+  private readonly port: number;
+
+  constructor(baseUrl: string, sockets: number) {
+    const url = new URL(baseUrl);
+    if (url.protocol !== 'http:') throw new Error(`--url must be an http:// address (got ${baseUrl})`);
+    this.host = url.hostname;
+    this.port = Number(url.port || 80);
+    this.agent = new Agent({ keepAlive: true, maxSockets: sockets });
+  }
+
+  heartbeat(body: string): Promise<HeartbeatAnswer> {
+    return new Promise((resolve, reject) => {
+      const req = request({
+        host: this.host, port: this.port, method: 'POST', path: '/heartbeat', agent: this.agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks);
+          let manifest: Manifest | undefined;
+          if (res.statusCode === 200) {
+            try {
+              manifest = JSON.parse(text.toString()) as Manifest;
+            } catch {
+              reject(new Error('malformed manifest'));
+              return;
+            }
+          }
+          resolve({ status: res.statusCode ?? 0, manifest, bytesUp: body.length, bytesDown: text.length });
+        });
+        res.on('error', reject);
+      });
+      req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  /** Downloads a transfer and returns its size and SHA-256. */
+  download(path: string): Promise<{ status: number; size: number; hash: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request({ host: this.host, port: this.port, method: 'GET', path, agent: this.agent }, (res) => {
+        const hasher = createHash('sha256');
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          hasher.update(c);
+          size += c.length;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, size, hash: hasher.digest('hex') }));
+        res.on('error', reject);
+      });
+      req.setTimeout(60_000, () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}

@@ -1,0 +1,61 @@
+// Samples the server's resident memory from its /metrics page once a second, and judges a
+// soak: under the bound, and not trending upward.
+
+const RSS_METRIC = 'updater_process_resident_memory_bytes';
+
+export interface RssSample {
+  readonly atSeconds: number;
+  readonly bytes: number;
+}
+
+export async function readServerRss(baseUrl: string): Promise<number | undefined> {
+  try {
+    const response = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(2000) });
+    const text = await response.text();
+    const line = text.split('\n').find((l) => l.startsWith(`${RSS_METRIC} `));
+    return line ? Number(line.split(' ')[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Least-squares slope of RSS over time, in bytes per minute. */
+export function rssSlopePerMinute(samples: readonly RssSample[]): number {
+  const n = samples.length;
+  if (n < 3) return 0;
+  const meanX = samples.reduce((s, p) => s + p.atSeconds, 0) / n;
+  const meanY = samples.reduce((s, p) => s + p.bytes, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const p of samples) {
+    num += (p.atSeconds - meanX) * (p.bytes - meanY);
+    den += (p.atSeconds - meanX) ** 2;
+  }
+  return den === 0 ? 0 : (num / den) * 60;
+}
+
+export interface SoakVerdict {
+  readonly ok: boolean;
+  readonly peakBytes: number;
+  readonly slopeBytesPerMinute: number;
+  readonly reasons: string[];
+}
+
+/**
+ * The first quarter is warm-up (caches filling to their budgets, JIT); growth is judged on
+ * the rest, where a bounded server is flat.
+ */
+export function judgeSoak(samples: readonly RssSample[], boundBytes: number, maxSlopeBytesPerMinute: number): SoakVerdict {
+  const peakBytes = samples.reduce((m, s) => Math.max(m, s.bytes), 0);
+  const steady = samples.slice(Math.floor(samples.length / 4));
+  const slope = rssSlopePerMinute(steady);
+  const reasons: string[] = [];
+  if (samples.length === 0) reasons.push('no RSS sample could be read from /metrics');
+  if (peakBytes > boundBytes) reasons.push(`peak RSS ${mb(peakBytes)} MB is over the bound of ${mb(boundBytes)} MB`);
+  if (slope > maxSlopeBytesPerMinute) reasons.push(`RSS keeps growing: ${mb(slope)} MB/min after warm-up (limit ${mb(maxSlopeBytesPerMinute)} MB/min)`);
+  return { ok: reasons.length === 0, peakBytes, slopeBytesPerMinute: slope, reasons };
+}
+
+export function mb(bytes: number): string {
+  return (bytes / 1024 / 1024).toFixed(1);
+}

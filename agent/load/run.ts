@@ -1,0 +1,156 @@
+import { buildFleet, discoverTracks, heartbeatBody, type Device } from './fleet.js';
+import { HttpLoadClient } from './http-transport.js';
+import { judgeSoak, mb, readServerRss, type RssSample, type SoakVerdict } from './rss.js';
+import { LoadStats } from './stats.js';
+
+export interface LoadOptions {
+  url: string;
+  devices: number;
+  /** Heartbeats per second, all devices together (open loop). */
+  rate: number;
+  durationMs: number;
+  oldShare: number;
+  sockets: number;
+  maxInflight: number;
+  download: boolean;
+  adminToken?: string;
+  soak?: { boundBytes: number; maxSlopeBytesPerMinute: number };
+  progress: (line: string) => void;
+}
+
+export interface LoadReport {
+  seconds: number;
+  devices: number;
+  tracks: number;
+  requests_per_second: number;
+  heartbeats: number;
+  downloads: number;
+  updates_applied: number;
+  latency_ms: { p50: number; p99: number; p999: number; max: number };
+  outcomes: Record<string, number>;
+  errors: Record<string, number>;
+  bytes: { up: number; down: number };
+  rss_mb: { samples: number; first: number; peak: number; last: number; slope_per_minute: number };
+  soak?: SoakVerdict;
+}
+
+const TICK_MS = 20;
+
+/** Drives the fleet for the chosen time, then reports. Bounded: it stops by itself. */
+export async function runLoad(options: LoadOptions): Promise<LoadReport> {
+  const tracks = await discoverTracks(options.url, options.adminToken);
+  const fleet = buildFleet(options.devices, tracks, options.oldShare);
+  const client = new HttpLoadClient(options.url, options.sockets);
+  const stats = new LoadStats();
+  const rss: RssSample[] = [];
+  let inflight = 0;
+  let sent = 0;
+  let cursor = 0;
+  const pending = new Set<Promise<void>>();
+
+  const nextDevice = (): Device | undefined => {
+    for (let tries = 0; tries < fleet.length; tries++) {
+      const device = fleet[cursor++ % fleet.length]!;
+      if (!device.busy) return device;
+    }
+    return undefined;
+  };
+
+  const beat = async (device: Device) => {
+    const started = performance.now();
+    stats.requests++;
+    try {
+      const answer = await client.heartbeat(heartbeatBody(device));
+      stats.recordLatency(performance.now() - started);
+      stats.heartbeats++;
+      stats.bytesUp += answer.bytesUp;
+      stats.bytesDown += answer.bytesDown;
+      if (answer.status !== 200 || !answer.manifest) return stats.error(`http_${answer.status}`);
+      const m = answer.manifest;
+      if (!m.update_available) return stats.outcome('up_to_date');
+      if (!m.signature) return stats.outcome('retry_later');
+      stats.outcome(m.delta_endpoint ? 'delta_offered' : 'full_offered');
+      if (options.download) await fetchUpdate(device, m.delta_endpoint ?? m.binary_endpoint!, m.delta_hash, m.target_hash);
+    } catch (err) {
+      stats.error((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    }
+  };
+
+  const fetchUpdate = async (device: Device, path: string, transferHash: string, targetHash: string) => {
+    device.busy = true;
+    try {
+      stats.requests++;
+      const { status, size, hash } = await client.download(path);
+      stats.downloads++;
+      stats.bytesDown += size;
+      if (status !== 200) return stats.error(`download_http_${status}`);
+      if (hash !== transferHash) return stats.error('download_hash_mismatch');
+      device.versionHash = targetHash;
+      stats.updatesApplied++;
+    } finally {
+      device.busy = false;
+    }
+  };
+
+  const rssTimer = setInterval(async () => {
+    const bytes = await readServerRss(options.url);
+    if (bytes !== undefined) rss.push({ atSeconds: stats.elapsedSeconds(), bytes });
+  }, 1000);
+  let lastLine = { at: 0, heartbeats: 0 };
+  const progressTimer = setInterval(() => {
+    const t = stats.elapsedSeconds();
+    const rate = (stats.heartbeats - lastLine.heartbeats) / Math.max(0.001, t - lastLine.at);
+    lastLine = { at: t, heartbeats: stats.heartbeats };
+    const last = rss[rss.length - 1];
+    options.progress(`t=${t.toFixed(0)}s heartbeats/s=${rate.toFixed(0)} in-flight=${inflight} downloads=${stats.downloads} errors=${stats.errorCount}${last ? ` server-rss=${mb(last.bytes)}MB` : ''}`);
+  }, 1000);
+
+  const deadline = performance.now() + options.durationMs;
+  while (performance.now() < deadline) {
+    const due = Math.floor(options.rate * stats.elapsedSeconds()) - sent;
+    for (let i = 0; i < due; i++) {
+      sent++;
+      const device = nextDevice();
+      if (!device || inflight >= options.maxInflight) {
+        stats.error('client_saturated');
+        continue;
+      }
+      inflight++;
+      const p = beat(device).finally(() => {
+        inflight--;
+        pending.delete(p);
+      });
+      pending.add(p);
+    }
+    await new Promise((r) => setTimeout(r, TICK_MS));
+  }
+  await Promise.allSettled([...pending]);
+  clearInterval(rssTimer);
+  clearInterval(progressTimer);
+  client.close();
+
+  const seconds = stats.elapsedSeconds();
+  const peak = rss.reduce((m, s) => Math.max(m, s.bytes), 0);
+  const soak = options.soak ? judgeSoak(rss, options.soak.boundBytes, options.soak.maxSlopeBytesPerMinute) : undefined;
+  return {
+    seconds,
+    devices: fleet.length,
+    tracks: tracks.length,
+    requests_per_second: stats.requests / seconds,
+    heartbeats: stats.heartbeats,
+    downloads: stats.downloads,
+    updates_applied: stats.updatesApplied,
+    latency_ms: stats.percentiles(),
+    outcomes: Object.fromEntries(stats.outcomes),
+    errors: Object.fromEntries(stats.errors),
+    bytes: { up: stats.bytesUp, down: stats.bytesDown },
+    rss_mb: {
+      samples: rss.length,
+      first: Number(mb(rss[0]?.bytes ?? 0)),
+      peak: Number(mb(peak)),
+      last: Number(mb(rss[rss.length - 1]?.bytes ?? 0)),
+      slope_per_minute: Number(mb(soak?.slopeBytesPerMinute ?? 0)),
+    },
+    ...(soak ? { soak } : {}),
+  };
+}
