@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { adminCall, listTracks, trackOf } from '../helpers/admin.js';
 import { ADMIN_TOKEN, firmware, makeFixture, sha256Hex } from '../helpers/fixture.js';
-import { heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
+import { heartbeat, heartbeatUntilSigned, metricValue } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
 
 // Every admin endpoint over real HTTP against the real server. The watcher is given a long
@@ -39,12 +39,16 @@ t.test('the admin API manages tracks through their whole lifecycle', async (t) =
   t.test('republishing identical bytes changes nothing a device sees', async (t) => {
     const device = sha256Hex(Buffer.from('unknown device binary'));
     const before = await heartbeatUntilSigned(server.url, device, 'tool/linux/arm64');
+    const cachedEntries = async () => metricValue(await (await fetch(`${server.url}/metrics`)).text(), 'updater_signed_manifest_cache_entries');
+    const entriesBefore = await cachedEntries();
+    t.ok(entriesBefore > 0, 'the signed manifest is cached');
     const again = await adminCall(server.url, 'POST', '/admin/artifacts', { name: 'tool', os: 'linux', arch: 'arm64', version: '1', binary: tool1.path });
     t.equal(again.status, 200);
     t.equal(again.json.changed, false, 'reported as a no-op');
     t.same(again.json.history, [], 'no history entry');
     const after = await heartbeat(server.url, device, 'tool/linux/arm64');
     t.same(after.json, before, 'the same signed manifest, byte for byte');
+    t.equal(await cachedEntries(), entriesBefore, 'no signed manifest was dropped from the cache');
   });
 
   t.test('a new target pushes the old one into history, kept to retention.history_depth', async (t) => {

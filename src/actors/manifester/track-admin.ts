@@ -67,7 +67,9 @@ export class TrackAdmin {
         log.info({ artifact: track.key }, 'track was declared by a configuration that no longer names it; dropped');
         continue;
       }
-      if (!this.deps.store.holdsBinary(track.hash)) {
+      // A configured track is republished from its file just below; an API track has only the
+      // store to come back from, so its binary must be there.
+      if (track.source === 'api' && !this.deps.store.holdsBinary(track.hash)) {
         throw new UpdaterError('STATE_CORRUPT', `store.state_file records track ${track.key} at ${track.hash}, but store.dir holds no such binary; the server will not start without it (restore the store, or remove the track from the state file)`);
       }
       tracks.restore({ ...track, history: track.history.slice(0, depth) });
