@@ -37,10 +37,67 @@ export interface TrackReferences {
   history: string[];
 }
 
-export interface ManifesterApi extends ControlApi {
+export interface ManifesterApi extends ControlApi, TrackAdminApi {
   heartbeat(request: HeartbeatRequest): Promise<Manifest>;
   health(): Promise<HealthView>;
   references(): Promise<TrackReferences>;
   /** Called by the store-keeper for every change to the store index. */
   storeEvent(event: StoreEvent): Promise<void> | void;
+}
+
+// ---- Track administration (spec 3.2, 4.2); the http front-end's admin routes call these. ----
+
+/** One track as `GET /admin/artifacts` lists it (interface.md), plus the path it came from. */
+export interface TrackView {
+  artifact: string;
+  name: string;
+  os: string;
+  arch: string;
+  version: string;
+  hash: string;
+  size: number;
+  source: 'config' | 'api';
+  /** Server-side path the track is published from, and watched. */
+  binary: string;
+  /** Superseded target hashes, newest first (delta sources). */
+  history: string[];
+}
+
+export interface TrackListing {
+  /** The track that answers heartbeats naming no artifact; '' when there is none. */
+  default: string;
+  artifacts: TrackView[];
+}
+
+/** `POST /admin/artifacts`: the fields of a configuration entry; `binary` is an absolute path. */
+export interface PublishRequest {
+  readonly name: string;
+  readonly os: string;
+  readonly arch: string;
+  readonly version: string;
+  readonly binary: string;
+}
+
+export interface PublishOutcome extends TrackView {
+  /** False when the same bytes and version were already current (a no-op). */
+  changed: boolean;
+}
+
+export interface ReloadOutcome {
+  /** Tracks whose files were read again. */
+  reloaded: string[];
+  /** Those among them whose target actually changed. */
+  changed: string[];
+  /** Whole-fleet reloads go on past a broken file; each failure is listed here. */
+  failed: { artifact: string; code: string; message: string }[];
+}
+
+export interface TrackAdminApi {
+  listTracks(): Promise<TrackListing>;
+  publishTrack(request: PublishRequest): Promise<PublishOutcome>;
+  /** Rejects with ARTIFACT_NOT_FOUND for an unknown track. The bytes stay for retention. */
+  deleteTrack(artifact: string): Promise<TrackView>;
+  setDefaultTrack(artifact: string): Promise<{ default: string }>;
+  /** Re-reads every file-backed track, or only `artifact` when it is given. */
+  reloadTracks(artifact?: string): Promise<ReloadOutcome>;
 }

@@ -31,6 +31,7 @@ export const ERRORS = {
   SHUTTING_DOWN: { http: 503, coap: '5.03', message: 'the server is shutting down' },
   CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid' },
   STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt' },
+  STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied' },
   INTERNAL: { http: 500, coap: '5.00', message: 'internal error' },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -3,7 +3,7 @@ import type { ActorName, ActorWorkerData, PeerName } from '../messages/lifecycle
 import type { SupervisorApi } from '../messages/supervisor.js';
 import type { Config } from '../shared/config/types.js';
 import { UpdaterError } from '../shared/errors.js';
-import { createLogger, type Logger, type LogLevel } from '../shared/logger.js';
+import { createLogger, isLogLevel, type Logger, type LogLevel } from '../shared/logger.js';
 import { exposeOn, withDeadline } from '../shared/rpc.js';
 import { ActorHost } from './actor-host.js';
 import { SupervisorMetrics } from './metrics.js';
@@ -34,6 +34,7 @@ const LINKS: readonly (readonly [caller: ActorName, callee: PeerName])[] = [
 /** Drain in reverse order: stop taking requests first, then let work under way finish. */
 const DRAIN_DEADLINE_MS = 20_000;
 const METRICS_DEADLINE_MS = 2_000;
+const CONTROL_DEADLINE_MS = 2_000;
 
 export interface ServerOptions {
   restartPolicy?: RestartPolicy;
@@ -145,6 +146,17 @@ export class Supervisor {
         const running = [...this.hosts.values()].filter((h) => h.ready && h.control);
         const results = await Promise.allSettled(running.map((h) => withDeadline(h.control!.metrics(), METRICS_DEADLINE_MS, `${h.name} metrics`)));
         return this.metrics.render(results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
+      },
+      setLogLevel: async (level) => {
+        if (!isLogLevel(level)) throw new UpdaterError('INVALID_FIELD', `level must be one of trace, debug, info, warn, error`);
+        // Kept here so that an actor restarted later starts at the new level too.
+        this.logLevel = level;
+        this.log.level = level;
+        const running = [...this.hosts.values()].filter((h) => h.ready && h.control);
+        const results = await Promise.allSettled(running.map((h) => withDeadline(Promise.resolve(h.control!.setLogLevel(level)), CONTROL_DEADLINE_MS, `${h.name} setLogLevel`)));
+        const applied = running.filter((_, i) => results[i]!.status === 'fulfilled').map((h) => h.name);
+        this.log.info({ level, applied }, 'log level changed');
+        return { level, applied: ['supervisor' as const, ...applied] };
       },
     };
   }

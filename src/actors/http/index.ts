@@ -3,6 +3,7 @@ import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
+import { registerAdminRoutes } from './admin-routes.js';
 import { createHttpMetrics } from './metrics.js';
 import { exchange, sendError } from './respond.js';
 import { registerDeviceRoutes } from './routes.js';
@@ -15,7 +16,9 @@ await runActor(async (ctx) => {
   const app = uWS.App();
   const downloads = new Set<Promise<void>>();
   let draining = false;
-  registerDeviceRoutes(app, { ctx, metrics: createHttpMetrics(ctx.registry), downloads, isDraining: () => draining });
+  const metrics = createHttpMetrics(ctx.registry);
+  registerDeviceRoutes(app, { ctx, metrics, downloads, isDraining: () => draining });
+  registerAdminRoutes(app, { ctx, metrics, isDraining: () => draining });
   app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
 
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {

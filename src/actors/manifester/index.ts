@@ -3,10 +3,12 @@ import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
 import { readPrivateKeyFile } from '../../shared/signing.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor, type ActorContext } from '../runtime.js';
+import { BinaryWatcher } from './file-watch.js';
 import { Manifester, type StoreRequests } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
+import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 
 /** A delta generation can take minutes; this only bounds how long a lost request is remembered. */
@@ -35,15 +37,25 @@ await runActor(async (ctx) => {
     resync().catch((err) => ctx.log.error({ err }, 'could not resynchronize with the restarted store-keeper'));
   });
 
-  // Configuration is authoritative for the tracks it names (spec 3.2): every boot republishes them.
-  for (const artifact of config.artifacts) {
-    const binary = await ctx.call<StoreKeeperApi, { hash: string; size: number }>('store-keeper', (s) => s.registerBinary(artifact.binary), REGISTER_DEADLINE_MS);
-    const { track } = tracks.publish({ ...artifact, ...binary, source: 'config' }, config.retention.historyDepth);
-    requests.ensureFull(track.hash);
-    ctx.log.info({ artifact: track.key, version: track.version, hash: track.hash, size: track.size }, 'track current');
-  }
-  if (config.defaultArtifact && tracks.get(config.defaultArtifact)) tracks.setDefault(config.defaultArtifact);
-  tracks.inferDefault();
+  const watcher = new BinaryWatcher(config.store.watchSettleMs, (key) => {
+    admin.reloadOne(key).catch((err) => ctx.log.warn({ err, artifact: key }, 'could not republish a watched binary; will try again on its next change'));
+  }, ctx.log);
+  const admin = new TrackAdmin({
+    config,
+    log: ctx.log,
+    tracks,
+    signed,
+    store: {
+      registerBinary: (path) => ctx.call<StoreKeeperApi, { hash: string; size: number }>('store-keeper', (s) => s.registerBinary(path), REGISTER_DEADLINE_MS),
+      ensureFull: (hash) => requests.ensureFull(hash),
+      holdsBinary: (hash) => view.binarySize(hash) !== undefined,
+    },
+    onTracksChanged: (all) => watcher.sync(all),
+  });
+  // Configuration is authoritative for the tracks it names (spec 3.2): every boot republishes
+  // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
+  // which fails the start.
+  await admin.boot();
 
   return {
     heartbeat: async (request) => manifester.heartbeat(request),
@@ -53,9 +65,14 @@ await runActor(async (ctx) => {
       history: tracks.all().flatMap((t) => t.history),
     }),
     storeEvent: (event) => view.apply(event),
+    listTracks: async () => admin.list(),
+    publishTrack: async (request) => admin.publish(request),
+    deleteTrack: async (artifact) => admin.remove(artifact),
+    setDefaultTrack: async (artifact) => admin.setDefault(artifact),
+    reloadTracks: async (artifact) => admin.reload(artifact),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
-    drain: async () => undefined,
+    drain: async () => watcher.close(),
   } satisfies ManifesterApi;
 });
 

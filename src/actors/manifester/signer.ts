@@ -28,6 +28,12 @@ export class SignedManifests {
     return signed;
   }
 
+  /** Forgets every manifest of one track (its target or its version label changed). */
+  forgetArtifact(artifact: string): void {
+    const prefix = `${artifact}|`;
+    this.cache.deleteWhere((key) => key.startsWith(prefix));
+  }
+
   /** Forgets every manifest that names a transfer which no longer exists. */
   forgetTransfer(from: string | undefined, to: string): void {
     const suffix = `|${from ?? FULL}|${to}`;

@@ -63,6 +63,13 @@ export class TrackTable {
     this.tracks.set(track.key, track);
   }
 
+  /** Puts back a whole earlier table (a change whose state-file write failed). */
+  replaceAll(tracks: readonly Track[], defaultKey: string | undefined): void {
+    this.tracks.clear();
+    for (const track of tracks) this.tracks.set(track.key, track);
+    this.defaultKey = defaultKey;
+  }
+
   remove(key: string): Track | undefined {
     const track = this.tracks.get(key);
     this.tracks.delete(key);

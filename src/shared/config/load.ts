@@ -40,7 +40,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const signing = section(doc, 'signing', 'signing', ['private_key_file']);
   const admin = section(doc, 'admin', 'admin', ['token', 'token_file', 'auth_failure_burst', 'auth_failure_refill_per_second']);
   const store = section(doc, 'store', 'store', ['dir', 'state_file', 'target_cache_mb', 'hot_delta_cache_mb',
-    'delta_concurrency', 'delta_max_source_mb', 'full_compression_level']);
+    'delta_concurrency', 'delta_max_source_mb', 'full_compression_level', 'watch_settle']);
   const manifest = section(doc, 'manifest', 'manifest', ['cache_size', 'chunk_size', 'retry_after']);
   const retention = section(doc, 'retention', 'retention', ['enabled', 'interval', 'history_depth', 'delta_max_age',
     'deltas_max_total_mb', 'collect_orphan_binaries', 'orphan_binary_min_age']);
@@ -75,6 +75,8 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       deltaConcurrency: int(store, 'delta_concurrency', 'store', 2, 1, 64),
       deltaMaxSourceMb: int(store, 'delta_max_source_mb', 'store', 512, 0),
       fullCompressionLevel: int(store, 'full_compression_level', 'store', 19, 1, 22),
+      // A watched binary must stay unchanged this long before it is republished.
+      watchSettleMs: duration(store, 'watch_settle', 'store', '5s', 100),
     },
     manifest: {
       cacheSize: int(manifest, 'cache_size', 'manifest', 10_000, 0),

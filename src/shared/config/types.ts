@@ -28,6 +28,8 @@ export interface Config {
     readonly deltaConcurrency: number;
     readonly deltaMaxSourceMb: number;
     readonly fullCompressionLevel: number;
+    /** How long a watched binary must stay unchanged before it is republished. */
+    readonly watchSettleMs: number;
   };
   readonly manifest: { readonly cacheSize: number; readonly chunkSize: number; readonly retryAfterSeconds: number };
   readonly allowFullDownload: boolean;

@@ -1,0 +1,67 @@
+import type { PublishRequest } from '../../messages/manifester.js';
+import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
+import { UpdaterError } from '../../shared/errors.js';
+import { isLogLevel, type LogLevel } from '../../shared/logger.js';
+import { parseJson } from './body.js';
+
+// Validation of admin request bodies (interface.md, Admin API). Track keys are checked here,
+// at the boundary, with the same rules as configuration and heartbeats (spec 2.5).
+
+/** Admin bodies are a few fields and a path; anything larger is refused before it is parsed. */
+export const MAX_ADMIN_BODY_BYTES = 16 * 1024;
+const MAX_VERSION_LENGTH = 128;
+const MAX_PATH_LENGTH = 4096;
+
+function fail(field: string, problem: string): never {
+  throw new UpdaterError('INVALID_FIELD', `${field} ${problem}`, { field });
+}
+
+function objectBody(body: Buffer, allowEmpty: boolean): Record<string, unknown> {
+  if (body.length === 0 || body.toString('utf8').trim() === '') {
+    if (allowEmpty) return {};
+    throw new UpdaterError('MALFORMED_BODY', 'a JSON object body is required');
+  }
+  const value = parseJson(body);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UpdaterError('MALFORMED_BODY', 'the body must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+function refuseUnknown(body: Record<string, unknown>, known: readonly string[]): void {
+  for (const key of Object.keys(body)) {
+    if (!known.includes(key)) fail(key, `is not a known field (known: ${known.join(', ')})`);
+  }
+}
+
+/** A track key from a body field or query parameter, normalized (`name` or `name/os/arch`). */
+export function artifactKey(value: unknown, field = 'artifact'): string {
+  if (value === undefined || value === null || value === '') fail(field, 'is required');
+  return trackKey(parseTrackKey(value));
+}
+
+export function parsePublishBody(body: Buffer): PublishRequest {
+  const fields = objectBody(body, false);
+  refuseUnknown(fields, ['name', 'os', 'arch', 'version', 'binary']);
+  const id = makeTrackId(fields.name, fields.os, fields.arch);
+  const version = fields.version;
+  if (typeof version !== 'string' || version === '') fail('version', 'must be a non-empty string');
+  if (version.length > MAX_VERSION_LENGTH || /[\u0000-\u001f\u007f]/.test(version)) fail('version', `must be at most ${MAX_VERSION_LENGTH} printable characters`);
+  const binary = fields.binary;
+  if (typeof binary !== 'string' || binary === '') fail('binary', 'must be a server-side file path');
+  if (binary.length > MAX_PATH_LENGTH || binary.includes('\u0000')) fail('binary', 'is not a usable path');
+  if (!binary.startsWith('/')) fail('binary', 'must be an absolute path (the server resolves nothing relative to its working directory)');
+  return { ...id, version, binary };
+}
+
+export function parseArtifactBody(body: Buffer, allowEmpty: boolean): string | undefined {
+  const fields = objectBody(body, allowEmpty);
+  refuseUnknown(fields, ['artifact']);
+  if (allowEmpty && fields.artifact === undefined) return undefined;
+  return artifactKey(fields.artifact);
+}
+
+export function parseLogLevelBody(body: Buffer): LogLevel {
+  const fields = objectBody(body, false);
+  refuseUnknown(fields, ['level']);
+  if (!isLogLevel(fields.level)) fail('level', 'must be one of trace, debug, info, warn, error');
+  return fields.level;
+}

@@ -1,0 +1,139 @@
+import { Counter } from 'prom-client';
+import type { SweeperApi, SweepResult } from '../../messages/sweeper.js';
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { ManifesterApi } from '../../messages/manifester.js';
+import type { SupervisorApi } from '../../messages/supervisor.js';
+import { UpdaterError } from '../../shared/errors.js';
+import type { ActorContext } from '../runtime.js';
+import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody } from './admin-body.js';
+import { AdminAuth } from './auth.js';
+import { readBody } from './body.js';
+import type { HttpMetrics } from './metrics.js';
+import { exchange, sendError, sendJson, type Exchange } from './respond.js';
+
+// The admin API of spec 4.2 (bodies: interface.md), HTTP only. Every /admin/* path, known or
+// not, is authenticated first; the Authorization header is read here and never logged.
+//
+//   operator ─▶ auth (token, failure bucket) ─▶ body checks ─▶ manifester (tracks, state file)
+//                                                            └▶ supervisor (log level, gc)
+
+const QUICK_DEADLINE_MS = 10_000;
+/** Publishing streams a whole binary into the store; a large image on a slow disk takes minutes. */
+const PUBLISH_DEADLINE_MS = 15 * 60_000;
+/** A reload of everything reads every track's binary, one after another. */
+const RELOAD_DEADLINE_MS = 60 * 60_000;
+const GC_DEADLINE_MS = 30 * 60_000;
+
+type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: { artifact?: string }) => Promise<void>;
+
+export interface AdminDeps {
+  ctx: ActorContext;
+  metrics: HttpMetrics;
+  isDraining(): boolean;
+}
+
+export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
+  const { ctx, metrics } = deps;
+  const { admin } = ctx.config;
+  const auth = new AdminAuth(admin.token, admin.authFailureBurst, admin.authFailureRefillPerSecond);
+  const failures = new Counter({
+    name: 'updater_admin_auth_failures_total',
+    help: 'Admin requests refused for a missing or wrong token, by answer',
+    labelNames: ['result'],
+    registers: [ctx.registry],
+  });
+  const manifester = <R>(fn: (m: ManifesterApi) => Promise<R>, deadline = QUICK_DEADLINE_MS) =>
+    ctx.call<ManifesterApi, R>('manifester', (m) => fn(m as unknown as ManifesterApi), deadline);
+  const supervisor = <R>(fn: (s: SupervisorApi) => Promise<R>, deadline = QUICK_DEADLINE_MS) =>
+    ctx.call<SupervisorApi, R>('supervisor', (s) => fn(s as unknown as SupervisorApi), deadline);
+
+  /** Authenticates, then reads the body (when the method has one) and runs the handler. */
+  const route = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => {
+    app[method](path, (res: HttpResponse, req: HttpRequest) => {
+      const ex = exchange(res);
+      const stop = metrics.startRequest(name);
+      const finish = () => stop(ex.status ?? 499);
+      if (deps.isDraining()) {
+        sendError(ex, new UpdaterError('SHUTTING_DOWN'), { Connection: 'close' });
+        return finish();
+      }
+      const outcome = auth.check(req.getHeader('authorization'));
+      if (outcome !== 'ok') {
+        failures.inc({ result: outcome });
+        if (outcome === 'throttled') {
+          sendError(ex, new UpdaterError('RATE_LIMITED'), { 'Retry-After': '1' });
+        } else {
+          ctx.log.warn({ path: req.getUrl(), remote: Buffer.from(res.getRemoteAddressAsText()).toString() }, 'admin request without a valid token');
+          sendError(ex, new UpdaterError('UNAUTHORIZED'), { 'WWW-Authenticate': 'Bearer' });
+        }
+        return finish();
+      }
+      // The request object is only valid until the first await: take what is needed now.
+      const query = { artifact: req.getQuery('artifact') };
+      const body = method === 'post' ? readBody(ex, req, MAX_ADMIN_BODY_BYTES) : undefined;
+      body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
+      handler(ex, body, query).then(finish, (err) => {
+        const code = (err as { code?: string })?.code;
+        if (code === undefined || code === 'INTERNAL') ctx.log.error({ err, route: name }, 'admin request failed');
+        sendError(ex, err);
+        finish();
+      });
+    });
+  };
+
+  route('get', '/admin/artifacts', 'admin_list', async (ex) => {
+    sendJson(ex, 200, await manifester((m) => m.listTracks()));
+  });
+
+  route('post', '/admin/artifacts', 'admin_publish', async (ex, body) => {
+    const request = parsePublishBody(await body!);
+    const outcome = await manifester((m) => m.publishTrack(request), PUBLISH_DEADLINE_MS);
+    ctx.log.info({ artifact: outcome.artifact, hash: outcome.hash, changed: outcome.changed }, 'admin: track published');
+    sendJson(ex, 200, outcome);
+  });
+
+  route('del', '/admin/artifacts', 'admin_delete', async (ex, _body, query) => {
+    const key = artifactKey(query.artifact);
+    const removed = await manifester((m) => m.deleteTrack(key));
+    ctx.log.info({ artifact: key }, 'admin: track deleted');
+    sendJson(ex, 200, { deleted: removed });
+  });
+
+  route('post', '/admin/default', 'admin_default', async (ex, body) => {
+    const key = parseArtifactBody(await body!, false)!;
+    sendJson(ex, 200, await manifester((m) => m.setDefaultTrack(key)));
+  });
+
+  route('post', '/admin/reload', 'admin_reload', async (ex, body) => {
+    const key = parseArtifactBody(await body!, true);
+    const outcome = await manifester((m) => m.reloadTracks(key), RELOAD_DEADLINE_MS);
+    ctx.log.info({ artifact: key ?? '(all)', changed: outcome.changed, failed: outcome.failed.length }, 'admin: reload');
+    sendJson(ex, 200, outcome);
+  });
+
+  route('post', '/admin/gc', 'admin_gc', async (ex, body) => {
+    await body; // any body is ignored, but it is read (and capped) like the others
+    sendJson(ex, 200, await ctx.call<SweeperApi, SweepResult>('sweeper', (s) => s.sweep(), GC_DEADLINE_MS));
+  });
+
+  route('post', '/admin/loglevel', 'admin_loglevel', async (ex, body) => {
+    const level = parseLogLevelBody(await body!);
+    sendJson(ex, 200, await supervisor((s) => s.setLogLevel(level)));
+  });
+
+  // Known paths with another method, then unknown admin paths: still only for a valid token.
+  route('any', '/admin/artifacts', 'admin_other', async () => {
+    throw new UpdaterError('METHOD_NOT_ALLOWED');
+  });
+  for (const path of ['/admin/default', '/admin/reload', '/admin/gc', '/admin/loglevel']) {
+    route('any', path, 'admin_other', async () => {
+      throw new UpdaterError('METHOD_NOT_ALLOWED');
+    });
+  }
+  route('any', '/admin', 'admin_other', async () => {
+    throw new UpdaterError('NOT_FOUND');
+  });
+  route('any', '/admin/*', 'admin_other', async () => {
+    throw new UpdaterError('NOT_FOUND');
+  });
+}

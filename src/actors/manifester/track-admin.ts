@@ -1,0 +1,254 @@
+import { stat } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import type { PublishOutcome, PublishRequest, ReloadOutcome, TrackListing, TrackView } from '../../messages/manifester.js';
+import type { BinaryInfo } from '../../messages/store.js';
+import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
+import type { Config } from '../../shared/config/types.js';
+import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import { KeyedQueues, SerialQueue } from './serial.js';
+import type { SignedManifests } from './signer.js';
+import { readState, writeState, type PersistedState } from './state-file.js';
+import type { Track, TrackTable } from './tracks.js';
+
+// The track lifecycle of spec 3.2, for configuration at boot and for the admin API after:
+//
+//   publish ─▶ stream the file into the store (durable) ─▶ table + state file ─▶ Current
+//   identical bytes and version                          ─▶ nothing at all (no-op)
+//   a new target                                         ─▶ the old one goes into history
+//   delete                                               ─▶ gone from the table; bytes stay
+//
+// A track is recorded only once its binary is durable in the store, and the table changes
+// only once the state file records it, so a crash at any point leaves the old target or the
+// new one, never a track whose binary is missing.
+
+export interface StoreAccess {
+  /** Streams the file into the store; durable when it resolves. */
+  registerBinary(path: string): Promise<BinaryInfo>;
+  /** Asks for the compressed full file in the background. */
+  ensureFull(hash: string): void;
+  /** Whether the store (as the manifester's replica knows it) holds the binary. */
+  holdsBinary(hash: string): boolean;
+}
+
+export interface TrackAdminDeps {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly tracks: TrackTable;
+  readonly signed: SignedManifests;
+  readonly store: StoreAccess;
+  /** Told whenever the set of (track, file) pairs changes, to watch the right files. */
+  readonly onTracksChanged: (tracks: readonly Track[]) => void;
+}
+
+type Source = Track['source'];
+
+export class TrackAdmin {
+  private readonly perTrack = new KeyedQueues();
+  private readonly tableLock = new SerialQueue();
+  private readonly configKeys: ReadonlySet<string>;
+  private readonly configDefault: string;
+
+  constructor(private readonly deps: TrackAdminDeps) {
+    this.configKeys = new Set(deps.config.artifacts.map((a) => a.key));
+    this.configDefault = deps.config.defaultArtifact ?? '';
+  }
+
+  /**
+   * Boot: restore what the state file records, then republish every configured track
+   * (configuration wins for the tracks it names), then record the result.
+   */
+  async boot(): Promise<void> {
+    const { config, log, tracks } = this.deps;
+    const depth = config.retention.historyDepth;
+    const saved = config.store.stateFile ? await readState(config.store.stateFile) : undefined;
+    for (const track of saved?.tracks ?? []) {
+      if (track.source === 'config' && !this.configKeys.has(track.key)) {
+        log.info({ artifact: track.key }, 'track was declared by a configuration that no longer names it; dropped');
+        continue;
+      }
+      // A configured track is republished from its file just below; an API track has only the
+      // store to come back from, so its binary must be there.
+      if (track.source === 'api' && !this.deps.store.holdsBinary(track.hash)) {
+        throw new UpdaterError('STATE_CORRUPT', `store.state_file records track ${track.key} at ${track.hash}, but store.dir holds no such binary; the server will not start without it (restore the store, or remove the track from the state file)`);
+      }
+      tracks.restore({ ...track, history: track.history.slice(0, depth) });
+    }
+    for (const artifact of config.artifacts) {
+      const binary = await this.deps.store.registerBinary(artifact.binary);
+      const { track, changed } = tracks.publish({ ...artifact, ...binary, source: 'config' }, depth);
+      if (changed) log.info({ artifact: track.key, version: track.version, hash: track.hash }, 'configured track republished with a new target');
+    }
+    tracks.setDefault(this.bootDefault(saved));
+    tracks.inferDefault();
+    await this.persist();
+    for (const track of tracks.all()) {
+      this.deps.store.ensureFull(track.hash);
+      log.info({ artifact: track.key, version: track.version, hash: track.hash, size: track.size, source: track.source }, 'track current');
+    }
+    this.deps.onTracksChanged(tracks.all());
+  }
+
+  list(): TrackListing {
+    return { default: this.deps.tracks.default ?? '', artifacts: this.deps.tracks.all().map(toView) };
+  }
+
+  publish(request: PublishRequest): Promise<PublishOutcome> {
+    const id = makeTrackId(request.name, request.os, request.arch);
+    const key = trackKey(id);
+    if (typeof request.version !== 'string' || request.version === '') throw new UpdaterError('INVALID_FIELD', 'version must be a non-empty string');
+    if (typeof request.binary !== 'string' || !isAbsolute(request.binary)) throw new UpdaterError('INVALID_FIELD', 'binary must be an absolute server-side path');
+    // A configured track may be republished through the API; configuration takes it back at the next boot.
+    const source: Source = this.configKeys.has(key) ? 'config' : 'api';
+    return this.perTrack.run(key, () => this.publishNow({ ...id, key, version: request.version, binary: request.binary, source }));
+  }
+
+  remove(artifact: string): Promise<TrackView> {
+    const key = trackKey(parseTrackKey(artifact));
+    return this.perTrack.run(key, () => this.changeTable(() => {
+      const { tracks, signed } = this.deps;
+      const track = tracks.get(key);
+      if (!track) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`, { artifact: key });
+      tracks.remove(key);
+      tracks.inferDefault();
+      signed.forgetArtifact(key);
+      this.deps.log.info({ artifact: key, hash: track.hash }, 'track deleted; its bytes stay in the store until retention runs');
+      return toView(track);
+    }));
+  }
+
+  setDefault(artifact: string): Promise<{ default: string }> {
+    const key = trackKey(parseTrackKey(artifact));
+    return this.changeTable(() => {
+      if (!this.deps.tracks.get(key)) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`, { artifact: key });
+      this.deps.tracks.setDefault(key);
+      this.deps.log.info({ artifact: key }, 'default track changed');
+      return { default: key };
+    });
+  }
+
+  /**
+   * Re-reads the file of one track, or of every track. A targeted reload touches that track
+   * alone (the per-component pipeline of spec 4.2). A reload of everything goes on past a
+   * file that cannot be read and lists it.
+   */
+  async reload(artifact?: string): Promise<ReloadOutcome> {
+    const outcome: ReloadOutcome = { reloaded: [], changed: [], failed: [] };
+    if (artifact !== undefined) {
+      const key = trackKey(parseTrackKey(artifact));
+      if (!this.deps.tracks.get(key)) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`, { artifact: key });
+      const result = await this.reloadOne(key);
+      if (result) {
+        outcome.reloaded.push(key);
+        if (result.changed) outcome.changed.push(key);
+      }
+      return outcome;
+    }
+    // One after another: a reload of everything should not read every binary at once.
+    for (const track of this.deps.tracks.all()) {
+      try {
+        const result = await this.reloadOne(track.key);
+        if (!result) continue;
+        outcome.reloaded.push(track.key);
+        if (result.changed) outcome.changed.push(track.key);
+      } catch (err) {
+        if (!isUpdaterError(err)) throw err;
+        outcome.failed.push({ artifact: track.key, code: err.code, message: err.message });
+      }
+    }
+    return outcome;
+  }
+
+  /** Republishes a track from its recorded file; undefined when it was deleted meanwhile. */
+  reloadOne(key: string): Promise<PublishOutcome | undefined> {
+    return this.perTrack.run(key, async () => {
+      const track = this.deps.tracks.get(key);
+      if (!track) return undefined;
+      return this.publishNow({ key, name: track.name, os: track.os, arch: track.arch, version: track.version, binary: track.binary, source: track.source });
+    });
+  }
+
+  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history'>): Promise<PublishOutcome> {
+    await assertRegularFile(next.binary);
+    const binary = await this.deps.store.registerBinary(next.binary);
+    return this.changeTable(() => {
+      const { tracks, signed, log, config } = this.deps;
+      const before = tracks.get(next.key);
+      if (before && before.hash === binary.hash && before.version === next.version && before.binary === next.binary && before.source === next.source) {
+        return { ...toView(before), changed: false };
+      }
+      const { track, changed } = tracks.publish({ ...next, ...binary }, config.retention.historyDepth);
+      tracks.inferDefault();
+      // Cached manifests carry the target and its version label: both may have changed.
+      if (changed || before?.version !== track.version) signed.forgetArtifact(track.key);
+      if (changed) {
+        this.deps.store.ensureFull(track.hash);
+        log.info({ artifact: track.key, version: track.version, hash: track.hash, size: track.size, previous: before?.hash }, 'track published');
+      }
+      return { ...toView(track), changed };
+    });
+  }
+
+  /**
+   * Applies a change to the table and records it in the state file, under the table lock.
+   * If the file cannot be written, the table is put back and the caller gets the error:
+   * what answers devices never differs from what a restart would bring back.
+   */
+  private changeTable<T>(change: () => T): Promise<T> {
+    return this.tableLock.run(async () => {
+      const { tracks } = this.deps;
+      const before = { tracks: tracks.all(), default: tracks.default };
+      const result = change();
+      try {
+        await this.persist();
+      } catch (err) {
+        tracks.replaceAll(before.tracks, before.default);
+        throw err;
+      }
+      this.deps.onTracksChanged(tracks.all());
+      return result;
+    });
+  }
+
+  private async persist(): Promise<void> {
+    const path = this.deps.config.store.stateFile;
+    if (!path) return;
+    const state: PersistedState = { default: this.deps.tracks.default ?? '', configDefault: this.configDefault, tracks: this.deps.tracks.all() };
+    try {
+      await writeState(path, state);
+    } catch (err) {
+      this.deps.log.error({ err, path }, 'could not write store.state_file');
+      throw new UpdaterError('STATE_WRITE_FAILED', `store.state_file ${path} could not be written (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); the change was not applied`);
+    }
+  }
+
+  /**
+   * The default at boot: the one the state file records, unless the configuration now names
+   * another default than when the file was written (the operator edited it: it wins).
+   */
+  private bootDefault(saved: PersistedState | undefined): string | undefined {
+    const { tracks } = this.deps;
+    const exists = (key: string | undefined) => (key && tracks.get(key) ? key : undefined);
+    if (saved && saved.configDefault === this.configDefault && exists(saved.default)) return saved.default;
+    return exists(this.configDefault) ?? exists(saved?.default);
+  }
+}
+
+export function toView(track: Track): TrackView {
+  return {
+    artifact: track.key, name: track.name, os: track.os, arch: track.arch, version: track.version, hash: track.hash,
+    size: track.size, source: track.source, binary: track.binary, history: [...track.history],
+  };
+}
+
+/** Refuses anything that is not a readable regular file before the store opens it (a FIFO would hang a read). */
+async function assertRegularFile(path: string): Promise<void> {
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw new UpdaterError('SOURCE_UNREADABLE', `${path} is not a regular file`, { path });
+  } catch (err) {
+    if (isUpdaterError(err)) throw err;
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new UpdaterError('SOURCE_UNREADABLE', `cannot read ${path}: ${code}`, { path });
+  }
+}

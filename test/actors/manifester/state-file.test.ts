@@ -1,0 +1,47 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { decodeState, encodeState, readState, writeState, type PersistedState } from '../../../src/actors/manifester/state-file.js';
+import type { Track } from '../../../src/actors/manifester/tracks.js';
+
+const H1 = '1'.repeat(64);
+const H2 = '2'.repeat(64);
+const track: Track = { key: 'app/linux/arm64', name: 'app', os: 'linux', arch: 'arm64', version: '1.2.0', hash: H1, size: 10, source: 'api', binary: '/srv/app', history: [H2] };
+const state: PersistedState = { default: 'app/linux/arm64', configDefault: '', tracks: [track] };
+
+t.test('a written state reads back the same', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'state-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'nested', 'state.json');
+  await writeState(path, state);
+  t.same(await readState(path), state);
+  t.equal(await readState(join(dir, 'missing.json')), undefined, 'a missing file is a fresh start');
+  await writeFile(path, (await readFile(path, 'utf8')).slice(0, 50));
+  await t.rejects(readState(path), { code: 'STATE_CORRUPT' }, 'a truncated file is corrupt');
+});
+
+t.test('every field is validated on load', async (t) => {
+  const good = JSON.parse(encodeState(state));
+  t.same(decodeState(good, 'x'), state);
+  const variants: [string, (doc: any) => void][] = [
+    ['wrong format', (d) => (d.format = 'other')],
+    ['newer version', (d) => (d.version = 2)],
+    ['tracks not a list', (d) => (d.tracks = {})],
+    ['artifact not matching its parts', (d) => (d.tracks[0].artifact = 'app')],
+    ['half platform', (d) => (d.tracks[0].arch = '')],
+    ['name ..', (d) => (d.tracks[0].name = '..')],
+    ['uppercase hash', (d) => (d.tracks[0].hash = 'A'.repeat(64))],
+    ['negative size', (d) => (d.tracks[0].size = -1)],
+    ['unknown source', (d) => (d.tracks[0].source = 'cli')],
+    ['relative binary', (d) => (d.tracks[0].binary = 'app.bin')],
+    ['history with a bad hash', (d) => (d.tracks[0].history = ['x'])],
+    ['a repeated track', (d) => d.tracks.push({ ...d.tracks[0] })],
+    ['a default that is no track', (d) => (d.default = 'other')],
+  ];
+  for (const [why, damage] of variants) {
+    const doc = structuredClone(good);
+    damage(doc);
+    t.throws(() => decodeState(doc, '/var/state.json'), { code: 'STATE_CORRUPT', message: /\/var\/state\.json/ }, why);
+  }
+});
