@@ -1,7 +1,8 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import t from 'tap';
 import { firmware, makeFixture, nextVersion } from '../helpers/fixture.js';
-import { heartbeat, heartbeatUntilSigned, metricValue } from '../helpers/http.js';
+import { getBytes, heartbeat, heartbeatUntilSigned, metricValue } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
 
 t.test('50 concurrent heartbeats for one new pair run exactly one diff', async (t) => {
@@ -40,4 +41,33 @@ t.test('idle diff threads exit after a generation, so memory returns to the base
   const deadline = Date.now() + 30_000;
   while ((await threads()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
   t.equal(await threads(), 0, 'no diff thread is left once the pool is idle');
+});
+
+t.test('a corrupt source binary in the store is never diffed, and the failure is not retried per heartbeat', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v1 = await fixture.writeBinary('v1.bin', firmware(200_000, 'bad-v1'));
+  const v2 = await fixture.writeBinary('v2.bin', nextVersion(await readFile(v1.path), 'bad-v2'));
+  const artifacts = [{ name: 'app', version: '2', binary: v2.path }, { name: 'legacy', version: '1', binary: v1.path }];
+  const first = await startTestServer(fixture, artifacts, { default_artifact: 'app' });
+  await first.stop();
+  // Bit rot in the store: the file no longer matches the hash it is named after.
+  await writeFile(join(fixture.dir, 'store', 'binaries', `${v1.hash}.bin`), firmware(200_000, 'rot'));
+  const server = await startTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
+  t.teardown(() => server.stop());
+
+  const metrics = async () => (await fetch(`${server.url}/metrics`)).text();
+  await heartbeat(server.url, v1.hash);
+  const deadline = Date.now() + 30_000;
+  while (metricValue(await metrics(), 'updater_delta_generations_total', { kind: 'delta', result: 'error' }) === 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (let i = 0; i < 5; i++) {
+    const answer = await heartbeat(server.url, v1.hash);
+    t.ok(answer.json.retry_after > 0 && !answer.json.signature, 'the device is told to come back, never handed a delta');
+  }
+  const text = await metrics();
+  t.equal(metricValue(text, 'updater_delta_generations_total', { kind: 'delta', result: 'error' }), 1, 'one failed attempt, then a cooldown');
+  t.equal(metricValue(text, 'updater_delta_generations_total', { kind: 'delta', result: 'ok' }), 0);
+  t.equal((await getBytes(`${server.url}/delta/${v1.hash}/${v2.hash}`)).status, 404);
 });

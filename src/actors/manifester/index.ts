@@ -1,5 +1,6 @@
 import type { ManifesterApi } from '../../messages/manifester.js';
 import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
+import { CountLru } from '../../shared/lru.js';
 import { readPrivateKeyFile } from '../../shared/signing.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor, type ActorContext } from '../runtime.js';
@@ -13,6 +14,7 @@ import { TrackTable } from './tracks.js';
 
 /** A delta generation can take minutes; this only bounds how long a lost request is remembered. */
 const GENERATION_DEADLINE_MS = 60 * 60_000;
+const FAILED_GENERATION_COOLDOWN_MS = 60_000;
 const SNAPSHOT_DEADLINE_MS = 60_000;
 /** Registering a configured binary streams it into the store; large images take a while. */
 const REGISTER_DEADLINE_MS = 10 * 60_000;
@@ -79,16 +81,27 @@ await runActor(async (ctx) => {
 /** Asks the store for missing files once per file, however many heartbeats want it. */
 function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): void } {
   const pending = new Set<string>();
+  // A generation that failed (a corrupt binary, a full disk) is not retried for every
+  // heartbeat that asks: devices keep getting retry_after while it cools down.
+  const failedAt = new CountLru<string, number>(1024);
   const ask = (key: string, run: (store: StoreKeeperApi) => Promise<unknown>) => {
-    if (pending.has(key)) return;
+    const failed = failedAt.get(key);
+    if (pending.has(key) || (failed !== undefined && Date.now() - failed < FAILED_GENERATION_COOLDOWN_MS)) return;
     pending.add(key);
     ctx.call<StoreKeeperApi, unknown>('store-keeper', (s) => run(s as unknown as StoreKeeperApi), GENERATION_DEADLINE_MS)
-      .catch((err) => ctx.log.warn({ err, file: key }, 'store could not produce a derived file'))
+      .then(() => failedAt.delete(key))
+      .catch((err) => {
+        failedAt.set(key, Date.now());
+        ctx.log.warn({ err, file: key }, 'store could not produce a derived file; retrying after a cooldown');
+      })
       .finally(() => pending.delete(key));
   };
   return {
     ensureDelta: (from, to) => ask(`${from}_${to}`, (s) => s.ensureDelta(from, to)),
     ensureFull: (hash) => ask(hash, (s) => s.ensureFull(hash)),
-    forgetPending: () => pending.clear(),
+    forgetPending: () => {
+      pending.clear();
+      failedAt.clear();
+    },
   };
 }
