@@ -9,6 +9,7 @@ export const READY_DEADLINE_MS: Record<ActorName, number> = {
   // Registers the configured binaries, streaming each into the store.
   manifester: 15 * 60_000,
   http: 15_000,
+  coap: 15_000,
 };
 
 export function actorFile(name: ActorName): URL {
