@@ -60,3 +60,14 @@ export function selectBlock(requested: BlockRequest | undefined, total: number, 
   const length = Math.min(size, total - offset);
   return { kind: 'block', num, size, offset, length, more: offset + length < total };
 }
+
+/**
+ * The manifest's chunk over CoAP. interface.md: `chunk_size` is the Block2 size a device
+ * should request, so the configured `manifest.chunk_size` (an HTTP Range length, 64 KiB by
+ * default) is brought down to the largest Block2 size not above it; `total_chunks` follows.
+ */
+export function coapChunkSize(configured: number): number {
+  let size = MIN_BLOCK_BYTES;
+  while (size * 2 <= Math.min(configured, MAX_BLOCK_BYTES)) size *= 2;
+  return size;
+}

@@ -5,7 +5,7 @@ import { validateHeartbeat, validateReport } from '../../shared/device-messages.
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
-import { encodeBlockOption, parseBlockOption, selectBlock } from './block2.js';
+import { coapChunkSize, encodeBlockOption, parseBlockOption, selectBlock } from './block2.js';
 import { encodeManifest, heartbeatFields, reportFields } from './codec.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
 import type { CoapMetrics } from './metrics.js';
@@ -40,7 +40,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   const heartbeat: Handler = async (req, res) => {
     const request = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
     const manifest = await ctx.call<ManifesterApi, Manifest>('manifester', (m) => m.heartbeat(request), HEARTBEAT_DEADLINE_MS);
-    send(res, '2.05', encodeManifest(manifest), { 'Content-Format': CONTENT_FORMAT_CBOR });
+    send(res, '2.05', encodeManifest(withCoapChunks(manifest)), { 'Content-Format': CONTENT_FORMAT_CBOR });
     return '2.05';
   };
 
@@ -103,6 +103,13 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     stop(code);
     return code;
   };
+}
+
+/** The manifester's answer with the chunk fields a CoAP device can use; every other value unchanged. */
+function withCoapChunks(manifest: Manifest): Manifest {
+  const chunk = coapChunkSize(manifest.chunk_size);
+  if (chunk === manifest.chunk_size) return manifest;
+  return { ...manifest, chunk_size: chunk, total_chunks: Math.ceil(manifest.delta_size / chunk) };
 }
 
 /** The body of a POST, refused before decoding when too large or not declared as CBOR. */
