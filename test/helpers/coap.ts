@@ -13,6 +13,8 @@ export interface CoapRequest {
   payload?: Buffer;
   /** Block2 option value bytes, exactly as sent. */
   block2?: Buffer;
+  /** Block1 option value bytes: a request body sent block-wise. */
+  block1?: Buffer;
   contentFormat?: number;
   confirmable?: boolean;
   messageId?: number;
@@ -34,6 +36,7 @@ export function requestDatagram(request: CoapRequest): Buffer {
   const options: { name: string; value: Buffer }[] = request.path.split('/').filter(Boolean).map((segment) => ({ name: 'Uri-Path', value: Buffer.from(segment) }));
   if (request.contentFormat !== undefined) options.push({ name: 'Content-Format', value: uint(request.contentFormat) });
   if (request.block2) options.push({ name: 'Block2', value: request.block2 });
+  if (request.block1) options.push({ name: 'Block1', value: request.block1 });
   return generate({
     code: request.method,
     confirmable: request.confirmable ?? true,
@@ -112,16 +115,23 @@ export class CoapClient {
     return this.exchange(datagram, token, timeoutMs);
   }
 
-  /** Sends an exact datagram and waits for the response with `token`. */
-  exchange(datagram: Buffer, token: Buffer, timeoutMs = 5_000): Promise<CoapResponse> {
+  /**
+   * Sends an exact datagram and waits for the response with `token`. Like a device, it
+   * retransmits the same datagram (same message id) every `retransmitMs` while unanswered:
+   * UDP may lose either direction.
+   */
+  exchange(datagram: Buffer, token: Buffer, timeoutMs = 5_000, retransmitMs = 1_000): Promise<CoapResponse> {
     const key = token.toString('hex');
     return new Promise((resolve, reject) => {
+      const again = setInterval(() => this.sendRaw(datagram).catch(() => undefined), retransmitMs);
       const timer = setTimeout(() => {
+        clearInterval(again);
         this.waiting.delete(key);
         reject(new Error(`no CoAP response within ${timeoutMs} ms`));
       }, timeoutMs);
       this.waiting.set(key, (response) => {
         clearTimeout(timer);
+        clearInterval(again);
         resolve(response);
       });
       this.sendRaw(datagram).catch(reject);

@@ -9,7 +9,7 @@ import { MAX_DEVICE_BODY_BYTES } from '../../shared/device-messages.js';
 // only well-formed packets whose body fits in one datagram.
 
 export type DatagramVerdict =
-  | { readonly kind: 'drop'; readonly reason: 'unparseable' }
+  | { readonly kind: 'drop'; readonly reason: 'unparseable' | 'long-token' }
   /** A request whose body is over the limit or sent block-wise: node-coap answers it 4.13 through the handler. */
   | { readonly kind: 'too-large'; readonly packet: ParsedPacket }
   | { readonly kind: 'pass'; readonly packet: ParsedPacket };
@@ -18,6 +18,10 @@ export type DatagramVerdict =
 export const MAX_REQUEST_BODY_BYTES = MAX_DEVICE_BODY_BYTES;
 
 export function inspectDatagram(datagram: Buffer): DatagramVerdict {
+  // RFC 7252 §3: token lengths 9 to 15 are a format error. coap-packet reads them as the
+  // extended tokens of RFC 8974 (and reads past a short datagram without noticing), which no
+  // device of this service sends; refusing them also keeps duplicate-detection keys short.
+  if (datagram.length > 0 && (datagram[0]! & 0x0f) > 8) return { kind: 'drop', reason: 'long-token' };
   let packet: ParsedPacket;
   try {
     packet = parse(datagram);
