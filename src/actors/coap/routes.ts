@@ -1,5 +1,5 @@
 import type { IncomingMessage, OutgoingMessage } from 'coap';
-import type { ManifesterApi, Manifest } from '../../messages/manifester.js';
+import type { HeartbeatOutcome, ManifesterApi, Manifest } from '../../messages/manifester.js';
 import type { TransferKind } from '../../messages/store.js';
 import { validateHeartbeat, validateReport } from '../../shared/device-messages.js';
 import { UpdaterError } from '../../shared/errors.js';
@@ -8,6 +8,7 @@ import type { ActorContext } from '../runtime.js';
 import { coapChunkSize, encodeBlockOption, parseBlockOption, selectBlock } from './block2.js';
 import { encodeManifest, heartbeatFields, reportFields } from './codec.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
+import { HeartbeatBatcher } from './heartbeat-batcher.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';
@@ -36,10 +37,12 @@ interface Route {
 /** Returns the request handler; it resolves with the response code once the answer is sent. */
 export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: OutgoingMessage) => Promise<string> {
   const { ctx, metrics, transfers } = deps;
+  const heartbeats = new HeartbeatBatcher((batch) =>
+    ctx.call<ManifesterApi, HeartbeatOutcome[]>('manifester', (m) => m.heartbeats(batch), HEARTBEAT_DEADLINE_MS));
 
   const heartbeat: Handler = async (req, res) => {
     const request = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
-    const manifest = await ctx.call<ManifesterApi, Manifest>('manifester', (m) => m.heartbeat(request), HEARTBEAT_DEADLINE_MS);
+    const manifest = await heartbeats.heartbeat(request);
     send(res, '2.05', encodeManifest(withCoapChunks(manifest)), { 'Content-Format': CONTENT_FORMAT_CBOR });
     return '2.05';
   };
