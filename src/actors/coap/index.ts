@@ -1,7 +1,6 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
-import coap, { type IncomingMessage, type OutgoingMessage } from 'coap';
-import type { ParsedPacket } from 'coap-packet';
+import coap, { type CoapPacket, type IncomingMessage, type OutgoingMessage } from 'coap';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import type { StoreKeeperApi, TransferLocation } from '../../messages/store.js';
 import { UpdaterError } from '../../shared/errors.js';
@@ -68,7 +67,8 @@ await runActor(async (ctx) => {
     }
     if (verdict.kind === 'too-large') tooLarge.add(verdict.packet);
     try {
-      server._handle(verdict.packet as ParsedPacket as never, rinfo);
+      // node-coap's entry point for a parsed datagram (what its own listener calls after parsing).
+      server._handle(verdict.packet as CoapPacket, rinfo);
     } catch (err) {
       // node-coap refuses some well-formed packets by throwing (e.g. a malformed option value).
       metrics.dropped('refused-by-coap');

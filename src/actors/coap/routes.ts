@@ -31,6 +31,8 @@ type Handler = (req: IncomingMessage, res: OutgoingMessage, path: readonly strin
 interface Route {
   readonly name: string;
   readonly method: string;
+  /** Uri-Path segments, the resource name included. */
+  readonly segments: number;
   readonly handler: Handler;
 }
 
@@ -80,12 +82,11 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   };
 
   const routes: Record<string, Route> = {
-    heartbeat: { name: 'heartbeat', method: 'POST', handler: heartbeat },
-    report: { name: 'report', method: 'POST', handler: report },
-    delta: { name: 'delta', method: 'GET', handler: transfer('delta') },
-    binary: { name: 'binary', method: 'GET', handler: transfer('full') },
+    heartbeat: { name: 'heartbeat', method: 'POST', segments: 1, handler: heartbeat },
+    report: { name: 'report', method: 'POST', segments: 1, handler: report },
+    delta: { name: 'delta', method: 'GET', segments: 3, handler: transfer('delta') },
+    binary: { name: 'binary', method: 'GET', segments: 2, handler: transfer('full') },
   };
-  const segmentCount: Record<string, number> = { heartbeat: 1, report: 1, delta: 3, binary: 2 };
 
   return async (req, res) => {
     const path = uriPath(req);
@@ -94,7 +95,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     const stop = metrics.startRequest(name);
     let code: string;
     try {
-      if (!route || path.length !== segmentCount[route.name]) throw new UpdaterError('NOT_FOUND', `no resource /${path.join('/')}`);
+      if (!route || path.length !== route.segments) throw new UpdaterError('NOT_FOUND', `no resource /${path.join('/')}`);
       if (req.method !== route.method) throw new UpdaterError('METHOD_NOT_ALLOWED', `${route.name} takes ${route.method}`);
       code = await route.handler(req, res, path);
     } catch (err) {
