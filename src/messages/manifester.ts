@@ -1,3 +1,4 @@
+import type { SerializedError } from '../shared/errors.js';
 import type { ControlApi } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
@@ -37,8 +38,16 @@ export interface TrackReferences {
   history: string[];
 }
 
+/** One answer of a batch: the manifest, or the error `heartbeat` would have thrown. */
+export type HeartbeatOutcome = { readonly manifest: Manifest } | { readonly error: SerializedError };
+
 export interface ManifesterApi extends ControlApi, TrackAdminApi {
   heartbeat(request: HeartbeatRequest): Promise<Manifest>;
+  /**
+   * Several heartbeats in one message, answered in order. A front-end under load batches the
+   * heartbeats that arrived together: one cross-thread message costs more than a decision.
+   */
+  heartbeats(requests: readonly HeartbeatRequest[]): Promise<HeartbeatOutcome[]>;
   health(): Promise<HealthView>;
   references(): Promise<TrackReferences>;
   /** Called by the store-keeper for every change to the store index. */

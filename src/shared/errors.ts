@@ -29,6 +29,7 @@ export const ERRORS = {
   ACTOR_TIMEOUT: { http: 503, coap: '5.03', message: 'an internal component did not answer in time' },
   ACTOR_UNAVAILABLE: { http: 503, coap: '5.03', message: 'an internal component is restarting' },
   SHUTTING_DOWN: { http: 503, coap: '5.03', message: 'the server is shutting down' },
+  OVERLOADED: { http: 503, coap: '5.03', message: 'too many requests in flight; retry later' },
   CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid' },
   STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt' },
   STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied' },

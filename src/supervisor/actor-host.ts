@@ -10,6 +10,7 @@ export const READY_DEADLINE_MS: Record<ActorName, number> = {
   manifester: 15 * 60_000,
   sweeper: 15_000,
   http: 15_000,
+  coap: 15_000,
 };
 
 export function actorFile(name: ActorName): URL {

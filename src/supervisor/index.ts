@@ -15,12 +15,14 @@ import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './res
 //                    └──▶ store-keeper (locate)      supervisor: control of every actor,
 //                    └──▶ supervisor (metrics)       metrics, restarts, drain
 //                    └──▶ sweeper (gc) ──▶ manifester (references), store-keeper (inventory, remove)
+//   devices ─CoAP─▶ coap: the same manifester and store-keeper links as http (no supervisor
+//                   link: /metrics is HTTP only); started only when listen.coap is set.
 //
 // One comlink link per (caller → callee) pair, each on its own MessageChannel. When an actor
 // restarts, the supervisor builds fresh channels for every link that touches it.
 
 /** Start order: each actor's callees come before it. */
-const ACTORS: readonly ActorName[] = ['store-keeper', 'manifester', 'sweeper', 'http'];
+const ACTORS: readonly ActorName[] = ['store-keeper', 'manifester', 'sweeper', 'http', 'coap'];
 const LINKS: readonly (readonly [caller: ActorName, callee: PeerName])[] = [
   ['manifester', 'store-keeper'],
   ['store-keeper', 'manifester'],
@@ -30,7 +32,15 @@ const LINKS: readonly (readonly [caller: ActorName, callee: PeerName])[] = [
   ['http', 'sweeper'],
   ['sweeper', 'manifester'],
   ['sweeper', 'store-keeper'],
+  ['coap', 'manifester'],
+  ['coap', 'store-keeper'],
 ];
+
+/** The actors this configuration runs: the CoAP front-end only when `listen.coap` is set. */
+function actorsFor(config: Config): readonly ActorName[] {
+  return ACTORS.filter((name) => name !== 'coap' || config.listen.coap !== undefined);
+}
+
 /** Drain in reverse order: stop taking requests first, then let work under way finish. */
 const DRAIN_DEADLINE_MS = 20_000;
 const METRICS_DEADLINE_MS = 2_000;
@@ -56,7 +66,7 @@ export class Supervisor {
   }
 
   async start(): Promise<void> {
-    for (const name of ACTORS) {
+    for (const name of actorsFor(this.config)) {
       const host = new ActorHost(name, (h, code) => this.onCrash(h, code));
       this.hosts.set(name, host);
       try {
@@ -67,7 +77,7 @@ export class Supervisor {
         throw err;
       }
     }
-    this.log.info({ actors: ACTORS }, 'server started');
+    this.log.info({ actors: actorsFor(this.config) }, 'server started');
   }
 
   /** The worker of a running actor (tests use it to simulate a crash). */

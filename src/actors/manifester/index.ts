@@ -1,6 +1,7 @@
 import type { ManifesterApi } from '../../messages/manifester.js';
 import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
 import { CountLru } from '../../shared/lru.js';
+import { serializeError } from '../../shared/errors.js';
 import { readPrivateKeyFile } from '../../shared/signing.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor, type ActorContext } from '../runtime.js';
@@ -61,6 +62,13 @@ await runActor(async (ctx) => {
 
   return {
     heartbeat: async (request) => manifester.heartbeat(request),
+    heartbeats: async (batch) => batch.map((request) => {
+      try {
+        return { manifest: manifester.heartbeat(request) };
+      } catch (err) {
+        return { error: serializeError(err) };
+      }
+    }),
     health: async () => manifester.health(),
     references: async () => ({
       current: tracks.all().map((t) => t.hash),

@@ -9,7 +9,7 @@ import type { ArtifactConfig, Config } from './types.js';
 export { ConfigError } from './fields.js';
 
 const TOP_KEYS = ['listen', 'signing', 'admin', 'store', 'manifest', 'allow_full_download', 'log_level', 'retention',
-  'artifacts', 'target', 'default_artifact'] as const;
+  'artifacts', 'target', 'default_artifact', 'coap'] as const;
 const MIN_TOKEN_LENGTH = 32;
 const MB = 1024 * 1024;
 
@@ -42,6 +42,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const store = section(doc, 'store', 'store', ['dir', 'state_file', 'target_cache_mb', 'hot_delta_cache_mb',
     'delta_concurrency', 'delta_max_source_mb', 'full_compression_level', 'watch_settle']);
   const manifest = section(doc, 'manifest', 'manifest', ['cache_size', 'chunk_size', 'retry_after']);
+  const coap = section(doc, 'coap', 'coap', ['dedup_cache_bytes', 'max_in_flight']);
   const retention = section(doc, 'retention', 'retention', ['enabled', 'interval', 'history_depth', 'delta_max_age',
     'deltas_max_total_mb', 'collect_orphan_binaries', 'orphan_binary_min_age']);
 
@@ -60,6 +61,12 @@ export function validateConfig(doc: unknown, configPath: string): Config {
     listen: {
       http: hostPort(listen.http ?? '127.0.0.1:8080', 'listen.http'),
       ...(listen.coap !== undefined ? { coap: hostPort(listen.coap, 'listen.coap') } : {}),
+    },
+    // node-coap's duplicate-detection cache is unbounded in practice at its 32 MiB default
+    // (each entry also pins a retransmission sender): it is a budget of its own (docs/coap.md).
+    coap: {
+      dedupCacheBytes: int(coap, 'dedup_cache_bytes', 'coap', MB, 4096, 1024 * MB),
+      maxInFlight: int(coap, 'max_in_flight', 'coap', 1024, 1, 1_000_000),
     },
     signing: { privateKeyFile: pathOf(keyFile) },
     admin: {

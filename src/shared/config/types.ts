@@ -14,6 +14,8 @@ export interface ArtifactConfig {
 export interface Config {
   readonly configPath: string;
   readonly listen: { readonly http: { host: string; port: number }; readonly coap?: { host: string; port: number } };
+  /** The CoAP front-end's own budgets; used only when `listen.coap` is set. */
+  readonly coap: { readonly dedupCacheBytes: number; readonly maxInFlight: number };
   readonly signing: { readonly privateKeyFile: string };
   readonly admin: {
     readonly token: string;

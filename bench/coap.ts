@@ -1,0 +1,266 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { createSocket } from 'node:dgram';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { generate } from 'coap-packet';
+import { stringify } from 'yaml';
+import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../src/actors/coap/codec.js';
+import { writePrivateKeyFile } from '../src/shared/signing.js';
+import { coapLoad, peakRss, sleep, type LoadResult } from './coap-load.js';
+
+// CoAP heartbeats per second through the whole server (front-end thread → manifester thread
+// → back) against a bare node-coap server answering the same CBOR, and against HTTP
+// heartbeats of the same server; the server's peak RSS under CoAP load; and how much smaller
+// CBOR with integer keys makes a typical heartbeat and manifest than JSON.
+// Every server runs in its own process; the load generators run in this one.
+
+const IN_FLIGHT = 64;
+const WARMUP_MS = 1_500;
+const MEASURE_MS = 8_000;
+const DEDUP_CACHE_BYTES = 1024 * 1024;
+const HERE = fileURLToPath(import.meta.url);
+const REPO_ROOT = resolve(HERE, '..', '..', '..');
+
+export async function runCoapBench(): Promise<Record<string, unknown>> {
+  const dir = await mkdtemp(join(tmpdir(), 'updater-bench-coap-'));
+  try {
+    return await benchIn(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchIn(dir: string): Promise<Record<string, unknown>> {
+  const v1 = join(dir, 'v1.bin');
+  const v2 = join(dir, 'v2.bin');
+  const base = randomBytes(256 * 1024);
+  await writeFile(v1, base);
+  await writeFile(v2, Buffer.concat([base, randomBytes(4096)]));
+  await writePrivateKeyFile(join(dir, 'signing.key'));
+  const httpPort = await freeTcpPort();
+  const coapPort = await freeUdpPort();
+  const configPath = join(dir, 'updater.yaml');
+  await writeFile(configPath, stringify({
+    listen: { http: `127.0.0.1:${httpPort}`, coap: `127.0.0.1:${coapPort}` },
+    signing: { private_key_file: join(dir, 'signing.key') },
+    admin: { token: 'b'.repeat(40) },
+    store: { dir: join(dir, 'store'), full_compression_level: 3 },
+    coap: { dedup_cache_bytes: DEDUP_CACHE_BYTES },
+    log_level: 'info',
+    artifacts: [{ name: 'app', version: '2.0.0', binary: v2 }, { name: 'legacy', version: '1.0.0', binary: v1 }],
+    default_artifact: 'app',
+  }));
+
+  const server = await startProcess(join(REPO_ROOT, 'bin', 'updater.js'), ['serve', '--config', configPath], '"server started"');
+  let coapThroughServer: { result: LoadResult; peakRssBytes: number };
+  let http: { perSecond: number; tool: string };
+  let sizes: Record<string, number>;
+  let manifestBytes: Buffer;
+  const httpUrl = `http://127.0.0.1:${httpPort}`;
+  const v1Hash = sha256(await readFile(v1));
+  const v2Hash = sha256(await readFile(v2));
+  try {
+    // A typical signed manifest: a device one version behind, once its delta exists.
+    const signedJson = await signedManifestJson(httpUrl, v1Hash);
+    const signedCbor = await coapOnce(coapPort, heartbeatDatagram(v1Hash));
+    const heartbeatJson = JSON.stringify(heartbeatFields(v1Hash));
+    sizes = {
+      heartbeat_json_bytes: Buffer.byteLength(heartbeatJson),
+      heartbeat_cbor_bytes: heartbeatCbor(v1Hash).length,
+      manifest_json_bytes: Buffer.byteLength(signedJson),
+      manifest_cbor_bytes: signedCbor.length,
+      heartbeat_coap_datagram_bytes: heartbeatDatagram(v1Hash).length,
+    };
+    // The load is the fleet's steady state: devices on the current target.
+    manifestBytes = await coapOnce(coapPort, heartbeatDatagram(v2Hash));
+    coapThroughServer = await peakRss(server.pid!, coapLoad(coapPort, heartbeatDatagram(v2Hash), IN_FLIGHT, WARMUP_MS, MEASURE_MS));
+    http = await httpLoad(httpUrl, JSON.stringify(heartbeatFields(v2Hash)));
+  } finally {
+    await stopProcess(server);
+  }
+
+  const barePort = await freeUdpPort();
+  const bare = await startProcess(join(REPO_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifestBytes.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
+  let coapBare: { result: LoadResult; peakRssBytes: number };
+  try {
+    coapBare = await peakRss(bare.pid!, coapLoad(barePort, heartbeatDatagram(v2Hash), IN_FLIGHT, WARMUP_MS, MEASURE_MS));
+  } finally {
+    await stopProcess(bare);
+  }
+
+  const results: Record<string, unknown> = {
+    coap_in_flight: IN_FLIGHT,
+    coap_heartbeats_per_s: coapThroughServer.result.perSecond,
+    bare_node_coap_heartbeats_per_s: coapBare.result.perSecond,
+    coap_vs_bare_ratio: round(coapThroughServer.result.perSecond / Math.max(1, coapBare.result.perSecond)),
+    http_heartbeats_per_s: http.perSecond,
+    http_load_tool: http.tool,
+    coap_vs_http_ratio: round(coapThroughServer.result.perSecond / Math.max(1, http.perSecond)),
+    server_peak_rss_mb: round(coapThroughServer.peakRssBytes / 2 ** 20),
+    bare_peak_rss_mb: round(coapBare.peakRssBytes / 2 ** 20),
+    coap_dedup_cache_bytes: DEDUP_CACHE_BYTES,
+    coap_codes: coapThroughServer.result.codes,
+    coap_lost: coapThroughServer.result.lost,
+    ...sizes,
+    heartbeat_cbor_vs_json: round(sizes.heartbeat_cbor_bytes! / sizes.heartbeat_json_bytes!),
+    manifest_cbor_vs_json: round(sizes.manifest_cbor_bytes! / sizes.manifest_json_bytes!),
+  };
+  printTable(results);
+  return results;
+}
+
+function heartbeatFields(versionHash: string): Record<string, unknown> {
+  return {
+    device_id: 'bench-device-000001',
+    version_hash: versionHash,
+    hw_info: { arch: 'arm64', os: 'linux', free_ram: 512 * 2 ** 20, free_disk: 8 * 2 ** 30 },
+    timestamp: 1_763_700_000,
+    version: '1.0.0',
+    artifact: 'app',
+  };
+}
+
+function heartbeatCbor(versionHash: string): Buffer {
+  return encodeWithIntegerKeys(heartbeatFields(versionHash), HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
+}
+
+function heartbeatDatagram(versionHash: string): Buffer {
+  return generate({
+    code: 'POST', confirmable: true, messageId: 1, token: Buffer.alloc(4),
+    options: [{ name: 'Uri-Path', value: Buffer.from('heartbeat') }, { name: 'Content-Format', value: Buffer.from([60]) }],
+    payload: heartbeatCbor(versionHash),
+  });
+}
+
+async function signedManifestJson(url: string, versionHash: string): Promise<string> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const response = await fetch(`${url}/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(heartbeatFields(versionHash)) });
+    const text = await response.text();
+    if (response.ok && JSON.parse(text).signature) return text;
+    await sleep(200);
+  }
+  throw new Error('the benchmark server produced no signed manifest within 60 s');
+}
+
+/** One CoAP exchange; resolves with the response payload. */
+function coapOnce(port: number, datagram: Buffer): Promise<Buffer> {
+  const socket = createSocket('udp4');
+  return new Promise<Buffer>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no CoAP answer within 5 s')), 5_000);
+    socket.on('message', (msg) => {
+      if (msg[1] === 0) return;
+      clearTimeout(timer);
+      const marker = msg.indexOf(0xff, 4 + (msg[0]! & 0x0f));
+      resolve(marker < 0 ? Buffer.alloc(0) : msg.subarray(marker + 1));
+    });
+    socket.send(datagram, port, '127.0.0.1');
+  }).finally(() => socket.close());
+}
+
+/** HTTP heartbeats with the same number in flight: wrk when installed, else fetch. */
+async function httpLoad(url: string, body: string): Promise<{ perSecond: number; tool: string }> {
+  const script = join(tmpdir(), `updater-bench-heartbeat-${process.pid}.lua`);
+  await writeFile(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\n`);
+  try {
+    const seconds = Math.round(MEASURE_MS / 1000);
+    const run = spawnSync('wrk', ['-t1', `-c${IN_FLIGHT}`, `-d${seconds}s`, '-s', script, `${url}/heartbeat`], { encoding: 'utf8', timeout: MEASURE_MS + 10_000 });
+    const match = /Requests\/sec:\s+([\d.]+)/.exec(run.stdout ?? '');
+    if (run.status === 0 && match && !/Non-2xx/.test(run.stdout)) return { perSecond: Math.round(Number(match[1])), tool: 'wrk' };
+  } finally {
+    await rm(script, { force: true });
+  }
+  return { perSecond: await fetchLoad(url, body), tool: 'fetch' };
+}
+
+async function fetchLoad(url: string, body: string): Promise<number> {
+  let done = 0;
+  let counting = false;
+  const end = Date.now() + WARMUP_MS + MEASURE_MS;
+  setTimeout(() => (counting = true), WARMUP_MS);
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    while (Date.now() < end) {
+      const response = await fetch(`${url}/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      await response.arrayBuffer();
+      if (counting && response.ok) done++;
+    }
+  }));
+  return Math.round(done / (MEASURE_MS / 1000));
+}
+
+async function startProcess(file: string, args: string[], readyText: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const collect = (d: Buffer) => {
+    if (output.length < 64_000) output += d;
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const deadline = Date.now() + 60_000;
+  while (!output.includes(readyText)) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${file} did not start:\n${output}`);
+    }
+    await sleep(50);
+  }
+  return child;
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function freeTcpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+function freeUdpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket('udp4');
+    socket.once('error', reject);
+    socket.bind(0, '127.0.0.1', () => {
+      const { port } = socket.address();
+      socket.close(() => resolve(port));
+    });
+  });
+}
+
+function sha256(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}
+
+function printTable(results: Record<string, unknown>): void {
+  const width = Math.max(...Object.keys(results).map((k) => k.length));
+  console.log('\nCoAP front-end benchmark');
+  for (const [key, value] of Object.entries(results)) {
+    console.log(`  ${key.padEnd(width)}  ${typeof value === 'object' ? JSON.stringify(value) : String(value)}`);
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  runCoapBench().catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,99 @@
+import { createSocket, type Socket } from 'node:dgram';
+import { isIPv6 } from 'node:net';
+import coap, { type CoapPacket, type IncomingMessage, type OutgoingMessage } from 'coap';
+import type { ControlApi } from '../../messages/lifecycle.js';
+import type { StoreKeeperApi, TransferLocation } from '../../messages/store.js';
+import { UpdaterError } from '../../shared/errors.js';
+import { collectMetrics, setLevel } from '../control.js';
+import { runActor } from '../runtime.js';
+import { InFlight } from './in-flight.js';
+import { inspectDatagram } from './guard.js';
+import { createCoapMetrics } from './metrics.js';
+import { requestBytes, sendError } from './respond.js';
+import { deviceRoutes } from './routes.js';
+import { TransferReader } from './transfer.js';
+
+//   UDP datagram ─▶ guard (parse once; drop garbage; mark oversized bodies)
+//                 ─▶ node-coap (duplicate detection from its response cache, piggybacked ACK)
+//                 ─▶ admission (coap.max_in_flight, else 5.03 + Max-Age)
+//                 ─▶ routes ─▶ manifester (heartbeat) | store-keeper locate + own file read (Block2)
+
+const LOCATE_DEADLINE_MS = 5_000;
+/** How long a drain lets requests under way finish before the socket closes regardless. */
+const DRAIN_REQUESTS_MS = 5_000;
+
+await runActor(async (ctx) => {
+  const listen = ctx.config.listen.coap;
+  if (!listen) throw new UpdaterError('CONFIG_INVALID', 'the coap front-end runs only when listen.coap is set');
+  const { dedupCacheBytes, maxInFlight } = ctx.config.coap;
+  const type = isIPv6(listen.host) ? 'udp6' : 'udp4';
+  // cacheSize bounds the bytes of responses kept to answer retransmitted requests.
+  const server = coap.createServer({ type, cacheSize: dedupCacheBytes });
+  const inFlight = new InFlight(maxInFlight);
+  const tooLarge = new WeakSet<object>();
+  let draining = false;
+
+  const metrics = createCoapMetrics(ctx.registry, {
+    inFlight: () => inFlight.count,
+    dedupCacheBytes: () => server._lru.calculatedSize ?? 0,
+  });
+  const transfers = new TransferReader((kind, to, from) =>
+    ctx.call<StoreKeeperApi, TransferLocation | null>('store-keeper', (s) => s.locate(kind, to, from), LOCATE_DEADLINE_MS));
+  const handle = deviceRoutes({ ctx, metrics, transfers, isTooLarge: (req) => tooLarge.has(req._packet) });
+
+  server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
+    // A send that fails (socket closed during a drain, packet too large) must not end the thread.
+    res.on('error', (err: Error) => ctx.log.debug({ err }, 'coap response not sent'));
+    if (!inFlight.tryEnter()) {
+      sendError(res, new UpdaterError('OVERLOADED'), requestBytes(req));
+      metrics.dropped('overloaded');
+      return;
+    }
+    handle(req, res).finally(() => inFlight.leave());
+  });
+  server.on('error', (err: Error) => ctx.log.error({ err }, 'coap socket error'));
+
+  const socket = await bind(type, listen.host, listen.port);
+  server.listen(socket);
+  // node-coap's own datagram listener parses and would answer garbage itself; the guard
+  // takes its place and hands node-coap only packets worth answering (see guard.ts).
+  socket.removeAllListeners('message');
+  socket.on('message', (datagram, rinfo) => {
+    if (draining) return;
+    const verdict = inspectDatagram(datagram);
+    if (verdict.kind === 'drop') {
+      metrics.dropped(verdict.reason);
+      return;
+    }
+    if (verdict.kind === 'too-large') tooLarge.add(verdict.packet);
+    try {
+      // node-coap's entry point for a parsed datagram (what its own listener calls after parsing).
+      server._handle(verdict.packet as CoapPacket, rinfo);
+    } catch (err) {
+      // node-coap refuses some well-formed packets by throwing (e.g. a malformed option value).
+      metrics.dropped('refused-by-coap');
+      ctx.log.debug({ err }, 'coap packet refused');
+    }
+  });
+  ctx.log.info({ host: listen.host, port: socket.address().port, dedupCacheBytes, maxInFlight }, 'coap listening');
+
+  return {
+    metrics: () => collectMetrics(ctx),
+    setLogLevel: (level) => setLevel(ctx, level),
+    async drain() {
+      draining = true;
+      await inFlight.idle(DRAIN_REQUESTS_MS);
+      server.close();
+      await new Promise<void>((resolve) => socket.close(() => resolve()));
+    },
+  } satisfies ControlApi;
+});
+
+function bind(type: 'udp4' | 'udp6', host: string, port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    // No reuseAddr: a second server on the same port must fail loudly, not share datagrams.
+    const socket = createSocket({ type, reuseAddr: false });
+    socket.once('error', (err) => reject(new UpdaterError('INTERNAL', `cannot listen on udp ${host}:${port}: ${err.message}`)));
+    socket.bind(port, host, () => resolve(socket));
+  });
+}

@@ -1,0 +1,143 @@
+import type { IncomingMessage, OutgoingMessage } from 'coap';
+import type { HeartbeatOutcome, ManifesterApi, Manifest } from '../../messages/manifester.js';
+import type { TransferKind } from '../../messages/store.js';
+import { validateHeartbeat, validateReport } from '../../shared/device-messages.js';
+import { UpdaterError } from '../../shared/errors.js';
+import { assertSha256Hex } from '../../shared/hash.js';
+import type { ActorContext } from '../runtime.js';
+import { coapChunkSize, encodeBlockOption, parseBlockOption, selectBlock } from './block2.js';
+import { encodeManifest, heartbeatFields, reportFields } from './codec.js';
+import { MAX_REQUEST_BODY_BYTES } from './guard.js';
+import { HeartbeatBatcher } from './heartbeat-batcher.js';
+import type { CoapMetrics } from './metrics.js';
+import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
+import type { TransferReader } from './transfer.js';
+
+/** A heartbeat answer is on the device's critical path; anything slower is an outage. */
+const HEARTBEAT_DEADLINE_MS = 5_000;
+/** RFC 7252 §5.10.6: an ETag is at most 8 bytes; the transfer hash's first 8 stand for it. */
+const ETAG_BYTES = 8;
+
+export interface RouteDeps {
+  ctx: ActorContext;
+  metrics: CoapMetrics;
+  transfers: TransferReader;
+  /** Packets whose body was refused before node-coap saw it (see guard.ts). */
+  isTooLarge(req: IncomingMessage): boolean;
+}
+
+type Handler = (req: IncomingMessage, res: OutgoingMessage, path: readonly string[]) => Promise<string>;
+
+interface Route {
+  readonly name: string;
+  readonly method: string;
+  /** Uri-Path segments, the resource name included. */
+  readonly segments: number;
+  readonly handler: Handler;
+}
+
+/** Returns the request handler; it resolves with the response code once the answer is sent. */
+export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: OutgoingMessage) => Promise<string> {
+  const { ctx, metrics, transfers } = deps;
+  const heartbeats = new HeartbeatBatcher((batch) =>
+    ctx.call<ManifesterApi, HeartbeatOutcome[]>('manifester', (m) => m.heartbeats(batch), HEARTBEAT_DEADLINE_MS));
+
+  const heartbeat: Handler = async (req, res) => {
+    const request = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
+    const manifest = await heartbeats.heartbeat(request);
+    send(res, '2.05', encodeManifest(withCoapChunks(manifest)), { 'Content-Format': CONTENT_FORMAT_CBOR });
+    return '2.05';
+  };
+
+  const report: Handler = async (req, res) => {
+    const update = validateReport(reportFields(cborBody(req, deps)));
+    metrics.report(update.success);
+    ctx.log[update.success ? 'info' : 'warn']({ report: update, transport: 'coap' }, 'update report');
+    send(res, '2.04');
+    return '2.04';
+  };
+
+  const transfer = (kind: TransferKind): Handler => async (req, res, path) => {
+    const [from, to] = kind === 'delta'
+      ? [assertSha256Hex(path[1], 'from'), assertSha256Hex(path[2], 'to')]
+      : [undefined, assertSha256Hex(path[1], 'hash')];
+    const blockOption = optionValue(req, 'Block2');
+    const requested = blockOption ? parseBlockOption(blockOption) : undefined;
+    if (blockOption && !requested) throw new UpdaterError('INVALID_FIELD', 'the Block2 option is malformed (SZX 7 or longer than 3 bytes)');
+    const location = await transfers.find(kind, to, from);
+    const block = selectBlock(requested, location.size, requestBytes(req));
+    if (block.kind === 'out-of-range') {
+      throw new UpdaterError('INVALID_RANGE', `block ${requested?.num} of ${requested?.size} bytes is past the end (${location.size} bytes)`);
+    }
+    const bytes = await transfers.read(location, block.offset, block.length);
+    send(res, '2.05', bytes, {
+      'Content-Format': CONTENT_FORMAT_OCTETS,
+      ETag: Buffer.from(location.hash, 'hex').subarray(0, ETAG_BYTES),
+      Block2: encodeBlockOption(block.num, block.more, block.size),
+      // The total size on the first block lets a device check its free space before going on.
+      ...(block.num === 0 ? { Size2: location.size } : {}),
+    });
+    metrics.transferred(kind, bytes.length);
+    return '2.05';
+  };
+
+  const routes: Record<string, Route> = {
+    heartbeat: { name: 'heartbeat', method: 'POST', segments: 1, handler: heartbeat },
+    report: { name: 'report', method: 'POST', segments: 1, handler: report },
+    delta: { name: 'delta', method: 'GET', segments: 3, handler: transfer('delta') },
+    binary: { name: 'binary', method: 'GET', segments: 2, handler: transfer('full') },
+  };
+
+  return async (req, res) => {
+    const path = uriPath(req);
+    const route = routes[path[0] ?? ''];
+    const name = route?.name ?? 'unknown';
+    const stop = metrics.startRequest(name);
+    let code: string;
+    try {
+      if (!route || path.length !== route.segments) throw new UpdaterError('NOT_FOUND', `no resource /${path.join('/')}`);
+      if (req.method !== route.method) throw new UpdaterError('METHOD_NOT_ALLOWED', `${route.name} takes ${route.method}`);
+      code = await route.handler(req, res, path);
+    } catch (err) {
+      const known = (err as { code?: string })?.code;
+      if (known === undefined || known === 'INTERNAL' || known === 'STORE_CORRUPT') ctx.log.error({ err, route: name }, 'coap request failed');
+      const options = known === 'BODY_TOO_LARGE' ? { Size1: MAX_REQUEST_BODY_BYTES } : {};
+      code = sendError(res, err, requestBytes(req), options);
+    }
+    stop(code);
+    return code;
+  };
+}
+
+/** The manifester's answer with the chunk fields a CoAP device can use; every other value unchanged. */
+function withCoapChunks(manifest: Manifest): Manifest {
+  const chunk = coapChunkSize(manifest.chunk_size);
+  if (chunk === manifest.chunk_size) return manifest;
+  return { ...manifest, chunk_size: chunk, total_chunks: Math.ceil(manifest.delta_size / chunk) };
+}
+
+/** The body of a POST, refused before decoding when too large or not declared as CBOR. */
+function cborBody(req: IncomingMessage, deps: RouteDeps): Buffer {
+  if (deps.isTooLarge(req) || req.payload.length > MAX_REQUEST_BODY_BYTES) {
+    throw new UpdaterError('BODY_TOO_LARGE', `the body must be at most ${MAX_REQUEST_BODY_BYTES} bytes, in one datagram`);
+  }
+  const format = req.headers['Content-Format'];
+  if (format !== undefined && format !== CONTENT_FORMAT_CBOR) {
+    throw new UpdaterError('UNSUPPORTED_MEDIA_TYPE', 'the body must be application/cbor (Content-Format 60)');
+  }
+  return req.payload;
+}
+
+/** Uri-Path options as text segments (one option per segment, RFC 7252 §6.4). */
+function uriPath(req: IncomingMessage): string[] {
+  const segments: string[] = [];
+  for (const option of req._packet.options ?? []) {
+    if (option.name === 'Uri-Path') segments.push(Buffer.isBuffer(option.value) ? option.value.toString('utf8') : String(option.value));
+  }
+  return segments;
+}
+
+function optionValue(req: IncomingMessage, name: string): Buffer | undefined {
+  const option = (req._packet.options ?? []).find((o) => o.name === name);
+  return option && Buffer.isBuffer(option.value) ? option.value : undefined;
+}

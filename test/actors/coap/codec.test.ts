@@ -1,0 +1,48 @@
+import t from 'tap';
+import { decodeManifest, encodeManifest, encodeWithIntegerKeys, heartbeatFields, HEARTBEAT_KEYS, HW_INFO_KEYS, reportFields } from '../../../src/actors/coap/codec.js';
+import type { Manifest } from '../../../src/messages/manifester.js';
+import { validateHeartbeat } from '../../../src/shared/device-messages.js';
+
+const hash = 'ab'.repeat(32);
+
+t.test('a heartbeat with integer keys validates like its JSON twin', async (t) => {
+  const json = { device_id: 'd-1', version_hash: hash, hw_info: { arch: 'arm64', os: 'linux', free_ram: 1 << 28, free_disk: 2 ** 40 }, timestamp: 1_700_000_000, version: '1.0', artifact: 'app/linux/arm64' };
+  const cbor = encodeWithIntegerKeys(json, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
+  t.same(heartbeatFields(cbor), json, 'integer keys map back to the JSON names, nested map included');
+  t.same(validateHeartbeat(heartbeatFields(cbor)), validateHeartbeat(json));
+  t.ok(cbor.length < JSON.stringify(json).length * 0.8, `CBOR ${cbor.length} bytes against JSON ${JSON.stringify(json).length}`);
+});
+
+t.test('unknown and string keys are ignored, as JSON ignores unknown properties', async (t) => {
+  const cbor = encodeWithIntegerKeys({ device_id: 'd', version_hash: hash }, HEARTBEAT_KEYS);
+  const withExtra = Buffer.concat([Buffer.from([cbor[0]! + 2]), cbor.subarray(1), Buffer.from([0x18, 99, 0x01, 0x61, 0x61, 0x02])]);
+  t.same(heartbeatFields(withExtra), { device_id: 'd', version_hash: hash });
+});
+
+t.test('a manifest encodes with integer keys and decodes to the same values', async (t) => {
+  const manifest: Manifest = {
+    update_available: true, target_version: '2.0.0', target_hash: hash, target_size: 5_000_000_000, delta_size: 1234,
+    delta_hash: 'cd'.repeat(32), chunk_size: 1024, total_chunks: 2, signature: 'ef'.repeat(64), delta_endpoint: `/delta/${hash}/${hash}`, artifact: 'app',
+  };
+  const cbor = encodeManifest(manifest);
+  t.equal(cbor[1], 0x01, 'the first key is the integer 1');
+  const decoded = decodeManifest(cbor);
+  t.same({ ...decoded, target_size: Number(decoded.target_size) }, manifest);
+  t.ok(cbor.length < JSON.stringify(manifest).length);
+});
+
+t.test('hostile CBOR is MALFORMED_BODY without a large allocation', async (t) => {
+  const cases: [string, Buffer][] = [
+    ['huge array', Buffer.from([0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])],
+    ['huge text', Buffer.from([0x7a, 0xff, 0xff, 0xff, 0xff, 0x61])],
+    ['huge map', Buffer.from([0xbb, 0, 0, 0, 1, 0, 0, 0, 0])],
+    ['deep arrays', Buffer.concat([Buffer.alloc(4000, 0x81), Buffer.from([0x01])])],
+    ['four-level maps', Buffer.from([0xa1, 0x01, 0xa1, 0x01, 0xa1, 0x01, 0xa1, 0x01, 0x01])],
+    ['trailing byte', Buffer.from([0xa0, 0x00])],
+    ['empty', Buffer.alloc(0)],
+  ];
+  for (const [name, body] of cases) {
+    t.throws(() => heartbeatFields(body), { code: 'MALFORMED_BODY' }, name);
+  }
+  t.throws(() => validateHeartbeat(reportFields(Buffer.from([0x01]))), { code: 'MALFORMED_BODY' }, 'a non-map is refused by the validator');
+});

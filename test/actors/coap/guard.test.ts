@@ -1,0 +1,26 @@
+import { generate } from 'coap-packet';
+import t from 'tap';
+import { inspectDatagram, MAX_REQUEST_BODY_BYTES } from '../../../src/actors/coap/guard.js';
+
+const request = (payload: Buffer, options: { name: string; value: Buffer }[] = []) =>
+  generate({ code: 'POST', messageId: 7, token: Buffer.from([1, 2]), options: [{ name: 'Uri-Path', value: Buffer.from('heartbeat') }, ...options] as never, payload }, 65_000);
+
+t.test('well-formed requests pass with their body', async (t) => {
+  const verdict = inspectDatagram(request(Buffer.from([0xa0])));
+  t.equal(verdict.kind, 'pass');
+});
+
+t.test('datagrams that are not CoAP are dropped', async (t) => {
+  t.same(inspectDatagram(Buffer.from([0x40])), { kind: 'drop', reason: 'unparseable' }, 'shorter than a header');
+  t.same(inspectDatagram(Buffer.from([0x00, 0x01, 0x00, 0x01])), { kind: 'drop', reason: 'unparseable' }, 'version 0');
+  t.same(inspectDatagram(Buffer.from([0x49, 0x01, 0x00, 0x01, 1, 2])), { kind: 'drop', reason: 'long-token' }, 'token length 9');
+});
+
+t.test('an oversized or block-wise body is marked too large and emptied before anyone reads it', async (t) => {
+  const big = inspectDatagram(request(Buffer.alloc(MAX_REQUEST_BODY_BYTES + 1)));
+  t.equal(big.kind, 'too-large');
+  t.equal(big.kind === 'too-large' && big.packet.payload.length, 0);
+  const blockwise = inspectDatagram(request(Buffer.alloc(16), [{ name: 'Block1', value: Buffer.from([0x08]) }]));
+  t.equal(blockwise.kind, 'too-large');
+  t.notOk(blockwise.kind === 'too-large' && blockwise.packet.options.some((o) => o.name === 'Block1'), 'node-coap never sees Block1');
+});

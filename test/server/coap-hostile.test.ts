@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import { encodeWithIntegerKeys, HEARTBEAT_KEYS } from '../../src/actors/coap/codec.js';
+import { MAX_DEVICE_BODY_BYTES } from '../../src/shared/device-messages.js';
+import { CoapClient, heartbeatCbor, requestDatagram, startCoapTestServer } from '../helpers/coap.js';
+import { firmware, makeFixture } from '../helpers/fixture.js';
+import { getBytes, metricValue } from '../helpers/http.js';
+
+/** Datagrams that are not CoAP at all: wrong version, too short, reserved token lengths. */
+function garbage(i: number): Buffer {
+  const bytes = randomBytes(1 + (i % 300));
+  switch (i % 3) {
+    case 0: bytes[0] = bytes[0]! & 0x3f; break; // version 0
+    case 1: return bytes.subarray(0, Math.min(bytes.length, 3)); // shorter than a header
+    default: if (bytes.length >= 4) bytes[0] = 0x40 | 0x09 | (bytes[0]! & 0x30); else bytes[0] = 0x00; // TKL 9 is reserved
+  }
+  return bytes;
+}
+
+t.test('hostile input over CoAP', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v2 = await fixture.writeBinary('v2.bin', firmware(20_000, 'hostile'));
+  const s = await startCoapTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
+  t.teardown(() => s.stop());
+  const post = (payload: Buffer, contentFormat = 60) => s.client.request({ method: 'POST', path: '/heartbeat', payload, contentFormat });
+  const metrics = async () => (await getBytes(`${s.server.url}/metrics`)).body.toString();
+
+  await t.test('a burst of garbage datagrams is dropped unanswered while good heartbeats are answered', async (t) => {
+    const attacker = new CoapClient(s.coapPort);
+    t.teardown(() => attacker.close());
+    const answers: Promise<string>[] = [];
+    for (let i = 0; i < 3000; i++) {
+      await attacker.sendRaw(garbage(i));
+      if (i % 300 === 0) answers.push(s.client.heartbeat(v2.hash).then((r) => r.code));
+    }
+    t.same(await Promise.all(answers), Array(10).fill('2.05'), 'every good heartbeat answered 2.05');
+    t.equal((await s.client.heartbeat(v2.hash)).code, '2.05', 'and the server answers after the burst');
+    t.equal(attacker.received.length, 0, 'not one datagram went back to the garbage source');
+    // UDP may drop some of the burst in the socket buffer; most of it must have been seen and refused.
+    const text = await metrics();
+    const dropped = metricValue(text, 'updater_coap_datagrams_dropped_total', { reason: 'unparseable' }) + metricValue(text, 'updater_coap_datagrams_dropped_total', { reason: 'long-token' });
+    t.ok(dropped >= 1000, `${dropped} garbage datagrams dropped`);
+  });
+
+  await t.test('truncated CBOR, a huge declared array, deep nesting and a non-map are 4.00', async (t) => {
+    const whole = heartbeatCbor(v2.hash);
+    const bodies: [string, Buffer][] = [
+      ['truncated CBOR', whole.subarray(0, whole.length - 7)],
+      ['an array header declaring 2^32-1 elements', Buffer.from([0x9a, 0xff, 0xff, 0xff, 0xff, 0x01])],
+      ['a 2^64-1 element array', Buffer.from([0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])],
+      ['a byte string declaring 4 GiB', Buffer.from([0x5a, 0xff, 0xff, 0xff, 0xff, 0x00])],
+      ['a map declaring 2^32-1 entries', Buffer.from([0xba, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02])],
+      ['arrays nested 1000 deep', Buffer.concat([Buffer.alloc(1000, 0x81), Buffer.from([0x01])])],
+      ['maps nested 6 deep', encodeWithIntegerKeys({ device_id: { a: { b: { c: { d: 1 } } } } }, HEARTBEAT_KEYS)],
+      ['an indefinite array never closed', Buffer.from([0x9f, 0x9f, 0x9f, 0x01])],
+      ['a CBOR integer instead of a map', Buffer.from([0x01])],
+      ['trailing bytes after the map', Buffer.concat([whole, Buffer.from([0x00])])],
+      ['an empty body', Buffer.alloc(0)],
+    ];
+    for (const [name, body] of bodies) {
+      const response = await post(body);
+      t.equal(response.code, '4.00', name);
+      t.match(response.payload.toString(), /^(MALFORMED_BODY|INVALID_FIELD)/, name);
+    }
+    t.equal((await s.client.heartbeat(v2.hash)).code, '2.05', 'the server still answers');
+  });
+
+  await t.test('an oversized or block-wise request body is 4.13 with Size1, never decoded', async (t) => {
+    const big = await post(Buffer.alloc(MAX_DEVICE_BODY_BYTES + 1, 0xa0));
+    t.equal(big.code, '4.13');
+    t.equal(big.payload.toString().split(':')[0], 'BODY_TOO_LARGE');
+    t.equal(big.option('Size1')?.readUIntBE(0, big.option('Size1')!.length), MAX_DEVICE_BODY_BYTES);
+    // Block1 (RFC 7959 §2.5): the first block of a larger body.
+    const token = Buffer.from('b1b1', 'hex');
+    // NUM 0, M 1, SZX 2 (64 bytes): more blocks would follow.
+    const datagram = requestDatagram({ method: 'POST', path: '/heartbeat', payload: Buffer.alloc(64, 0xa0), contentFormat: 60, block1: Buffer.from([0x0a]), token });
+    const blockwise = await s.client.exchange(datagram, token);
+    t.equal(blockwise.option('Size1')?.readUIntBE(0, 2), MAX_DEVICE_BODY_BYTES);
+    t.equal(blockwise.code, '4.13', 'Block1 request bodies are refused');
+  });
+
+  await t.test('a body that is not CBOR by its Content-Format is 4.15', async (t) => {
+    const response = await post(Buffer.from(JSON.stringify({ device_id: 'x' })), 50);
+    t.equal(response.code, '4.15');
+  });
+
+  await t.test('a retransmitted confirmable request is answered from the duplicate cache, not processed twice', async (t) => {
+    const before = metricValue(await metrics(), 'updater_manifest_decisions_total', { row: '2' });
+    const token = Buffer.from('d0d0d0d0', 'hex');
+    const datagram = requestDatagram({ method: 'POST', path: '/heartbeat', payload: heartbeatCbor(v2.hash), contentFormat: 60, messageId: 4242, token });
+    const first = await s.client.exchange(datagram, token);
+    const again = await s.client.exchange(datagram, token);
+    t.equal(first.code, '2.05');
+    t.ok(first.packet.ack, 'piggybacked on the ACK');
+    t.ok(again.raw.equals(first.raw), 'the retransmission gets the very same datagram back');
+    const after = metricValue(await metrics(), 'updater_manifest_decisions_total', { row: '2' });
+    t.equal(after - before, 1, 'the manifester decided once');
+    t.ok(metricValue(await metrics(), 'updater_coap_dedup_cache_bytes') > 0, 'the cache holds the response');
+  });
+});
+
+t.test('beyond coap.max_in_flight requests are answered 5.03 with Max-Age, and service goes on', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v2 = await fixture.writeBinary('v2.bin', firmware(20_000, 'busy'));
+  const s = await startCoapTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }], { coap: { max_in_flight: 1 } });
+  t.teardown(() => s.stop());
+  // Sent back to back, the burst sits in the socket buffer and is read in one go, before the
+  // first answer can come back from the manifester thread.
+  const burst = await Promise.all(Array.from({ length: 40 }, () => s.client.heartbeat(v2.hash)));
+  const codes = burst.map((r) => r.code);
+  t.ok(codes.every((c) => c === '2.05' || c === '5.03'), `only 2.05 and 5.03: ${[...new Set(codes)].join(' ')}`);
+  const overloaded = burst.filter((r) => r.code === '5.03');
+  t.ok(overloaded.length > 0, `${overloaded.length} of 40 answered 5.03`);
+  t.ok(overloaded.every((r) => r.option('Max-Age') !== undefined && r.option('Max-Age')!.readUIntBE(0, r.option('Max-Age')!.length) > 0), 'each 5.03 carries Max-Age');
+  t.ok(overloaded.every((r) => r.payload.toString().startsWith('OVERLOADED')));
+  t.equal((await s.client.heartbeat(v2.hash)).code, '2.05', 'answered once the burst is over');
+});
