@@ -10,6 +10,8 @@ and reports requests/s, heartbeat latency p50/p99/p999, errors by kind, bytes tr
 the server's RSS sampled every second from /metrics. Stops by itself after --duration.
 
   --url URL                 server base address (default http://127.0.0.1:8080)
+  --coap-url URL            CoAP address (e.g. coap://127.0.0.1:5683) for --coap-share
+  --coap-share F            share of devices on CoAP, 0..1 (default 0; needs --coap-url)
   --devices N               simulated devices (default 1000)
   --rate N                  heartbeats per second, all devices together (default 500)
   --duration D              how long to run, e.g. 30s, 5m (default 30s)
@@ -30,6 +32,8 @@ export async function loadCommand(args: string[]): Promise<number> {
     strict: true,
     options: {
       url: { type: 'string', default: 'http://127.0.0.1:8080' },
+      'coap-url': { type: 'string' },
+      'coap-share': { type: 'string', default: '0' },
       devices: { type: 'string', default: '1000' },
       rate: { type: 'string', default: '500' },
       duration: { type: 'string', default: '30s' },
@@ -49,10 +53,13 @@ export async function loadCommand(args: string[]): Promise<number> {
     if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) throw new RangeError(`--${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}`);
     return n;
   };
+  if (Number(values['coap-share']) > 0 && !values['coap-url']) throw new RangeError('--coap-share needs --coap-url');
   const durationMs = parseDuration(values.duration);
   if (durationMs === undefined || durationMs < 1000 || durationMs > 24 * 3600_000) throw new RangeError('--duration must be a duration from 1s to 24h, like 30s or 5m');
   const options: LoadOptions = {
     url: values.url!.replace(/\/$/, ''),
+    ...(values['coap-url'] ? { coapUrl: values['coap-url'] } : {}),
+    coapShare: number('coap-share', 0, 1, false),
     devices: number('devices', 1, 1_000_000),
     rate: number('rate', 1, 1_000_000),
     durationMs,
@@ -73,7 +80,7 @@ export async function loadCommand(args: string[]): Promise<number> {
 export function formatReport(r: LoadReport): string {
   const lines = [
     `devices ${r.devices} over ${r.tracks} tracks for ${r.seconds.toFixed(1)} s`,
-    `requests/s      ${r.requests_per_second.toFixed(0)}`,
+    `requests/s      ${r.requests_per_second.toFixed(0)}   (heartbeats over http ${r.transports.http}, coap ${r.transports.coap})`,
     `heartbeats      ${r.heartbeats}   downloads ${r.downloads}   updates applied ${r.updates_applied}`,
     `latency ms      p50 ${r.latency_ms.p50.toFixed(2)}   p99 ${r.latency_ms.p99.toFixed(2)}   p999 ${r.latency_ms.p999.toFixed(2)}   max ${r.latency_ms.max.toFixed(2)}`,
     `outcomes        ${JSON.stringify(r.outcomes)}`,

@@ -11,35 +11,40 @@ export interface TrackInfo {
   readonly history: readonly string[];
 }
 
+export type LoadTransport = 'http' | 'coap';
+
 export interface Device {
   readonly id: string;
+  readonly transport: LoadTransport;
   readonly artifact: string;
   versionHash: string;
   /** A download is under way: no new heartbeat until it ends. */
   busy: boolean;
 }
 
-export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare: number, seed = randomBytes(4).toString('hex')): Device[] {
+export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare: number, coapShare = 0, seed = randomBytes(4).toString('hex')): Device[] {
   if (tracks.length === 0) throw new Error('the server has no tracks to simulate devices for');
   const devices: Device[] = [];
   for (let i = 0; i < count; i++) {
     const track = tracks[i % tracks.length]!;
     const old = track.history.length > 0 && (i * 7919) % 1000 < oldShare * 1000;
     const versionHash = old ? track.history[i % track.history.length]! : track.current;
-    devices.push({ id: `load-${seed}-${i.toString().padStart(6, '0')}`, artifact: track.key, versionHash, busy: false });
+    // Spread the shares evenly over the fleet rather than in blocks.
+    const transport: LoadTransport = (i * 4001) % 1000 < coapShare * 1000 ? 'coap' : 'http';
+    devices.push({ id: `load-${seed}-${i.toString().padStart(6, '0')}`, transport, artifact: track.key, versionHash, busy: false });
   }
   return devices;
 }
 
-export function heartbeatBody(device: Device): string {
-  return JSON.stringify({
+export function heartbeatFields(device: Device): Record<string, unknown> {
+  return {
     device_id: device.id,
     version_hash: device.versionHash,
     hw_info: { arch: 'arm64', os: 'linux', free_ram: 268_435_456, free_disk: 1_073_741_824 },
     timestamp: Math.floor(Date.now() / 1000),
     version: '1.0.0',
     artifact: device.artifact,
-  });
+  };
 }
 
 /** Reads the tracks from the admin API (with history) or, without a token, from /health. */

@@ -1,10 +1,15 @@
-import { buildFleet, discoverTracks, heartbeatBody, type Device } from './fleet.js';
+import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../../src/actors/coap/codec.js';
+import { CoapLoadClient } from './coap-transport.js';
+import { buildFleet, discoverTracks, heartbeatFields, type Device } from './fleet.js';
 import { HttpLoadClient } from './http-transport.js';
 import { judgeSoak, mb, readServerRss, type RssSample, type SoakVerdict } from './rss.js';
 import { LoadStats } from './stats.js';
 
 export interface LoadOptions {
   url: string;
+  /** CoAP address for the share of devices that use CoAP. */
+  coapUrl?: string;
+  coapShare: number;
   devices: number;
   /** Heartbeats per second, all devices together (open loop). */
   rate: number;
@@ -23,6 +28,8 @@ export interface LoadReport {
   devices: number;
   tracks: number;
   requests_per_second: number;
+  /** Heartbeats answered by transport. */
+  transports: Record<string, number>;
   heartbeats: number;
   downloads: number;
   updates_applied: number;
@@ -39,8 +46,11 @@ const TICK_MS = 20;
 /** Drives the fleet for the chosen time, then reports. Bounded: it stops by itself. */
 export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const tracks = await discoverTracks(options.url, options.adminToken);
-  const fleet = buildFleet(options.devices, tracks, options.oldShare);
-  const client = new HttpLoadClient(options.url, options.sockets);
+  const coapShare = options.coapUrl ? options.coapShare : 0;
+  const fleet = buildFleet(options.devices, tracks, options.oldShare, coapShare);
+  const http = new HttpLoadClient(options.url, options.sockets);
+  const coap = options.coapUrl ? new CoapLoadClient(options.coapUrl) : undefined;
+  const clientOf = (device: Device) => (device.transport === 'coap' ? coap! : http);
   const stats = new LoadStats();
   const rss: RssSample[] = [];
   let inflight = 0;
@@ -60,12 +70,16 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     const started = performance.now();
     stats.requests++;
     try {
-      const answer = await client.heartbeat(heartbeatBody(device));
+      const fields = heartbeatFields(device);
+      const answer = device.transport === 'coap'
+        ? await coap!.heartbeat(encodeWithIntegerKeys(fields, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }))
+        : await http.heartbeat(JSON.stringify(fields));
       stats.recordLatency(performance.now() - started);
       stats.heartbeats++;
       stats.bytesUp += answer.bytesUp;
       stats.bytesDown += answer.bytesDown;
-      if (answer.status !== 200 || !answer.manifest) return stats.error(`http_${answer.status}`);
+      if (answer.status !== 200 || !answer.manifest) return stats.error(`${device.transport}_${answer.status}`);
+      stats.outcome(device.transport);
       const m = answer.manifest;
       if (!m.update_available) return stats.outcome('up_to_date');
       if (!m.signature) return stats.outcome('retry_later');
@@ -80,7 +94,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     device.busy = true;
     try {
       stats.requests++;
-      const { status, size, hash } = await client.download(path);
+      const { status, size, hash } = await clientOf(device).download(path);
       stats.downloads++;
       stats.bytesDown += size;
       if (status !== 200) return stats.error(`download_http_${status}`);
@@ -127,7 +141,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   await Promise.allSettled([...pending]);
   clearInterval(rssTimer);
   clearInterval(progressTimer);
-  client.close();
+  http.close();
+  coap?.close();
 
   const seconds = stats.elapsedSeconds();
   const peak = rss.reduce((m, s) => Math.max(m, s.bytes), 0);
@@ -137,11 +152,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     devices: fleet.length,
     tracks: tracks.length,
     requests_per_second: stats.requests / seconds,
+    transports: { http: stats.outcomes.get('http') ?? 0, coap: stats.outcomes.get('coap') ?? 0 },
     heartbeats: stats.heartbeats,
     downloads: stats.downloads,
     updates_applied: stats.updatesApplied,
     latency_ms: stats.percentiles(),
-    outcomes: Object.fromEntries(stats.outcomes),
+    outcomes: Object.fromEntries([...stats.outcomes].filter(([kind]) => kind !== 'http' && kind !== 'coap')),
     errors: Object.fromEntries(stats.errors),
     bytes: { up: stats.bytesUp, down: stats.bytesDown },
     rss_mb: {
