@@ -20,7 +20,7 @@ const VERSIONS = 6; // the current target and 5 superseded ones
 const BINARY_BYTES = 64 * 1024;
 const DEVICES = 10_000;
 const RATE = Number(process.env.SOAK_RATE ?? 2000);
-const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 120);
 const MB = 1024 * 1024;
 /** Share of the fleet on CoAP; the rest heartbeats over HTTP. */
 const COAP_SHARE = 0.3;

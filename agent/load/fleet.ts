@@ -27,13 +27,18 @@ export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare
   const devices: Device[] = [];
   for (let i = 0; i < count; i++) {
     const track = tracks[i % tracks.length]!;
-    const old = track.history.length > 0 && (i * 7919) % 1000 < oldShare * 1000;
+    const old = track.history.length > 0 && spread(i, 1) < oldShare;
     const versionHash = old ? track.history[i % track.history.length]! : track.current;
     // Spread the shares evenly over the fleet rather than in blocks.
-    const transport: LoadTransport = (i * 4001) % 1000 < coapShare * 1000 ? 'coap' : 'http';
+    const transport: LoadTransport = spread(i, 2) < coapShare ? 'coap' : 'http';
     devices.push({ id: `load-${seed}-${i.toString().padStart(6, '0')}`, transport, artifact: track.key, versionHash, busy: false });
   }
   return devices;
+}
+
+/** A fixed pseudo-random fraction in [0, 1) per device and purpose, evenly spread. */
+function spread(index: number, salt: number): number {
+  return (Math.imul(index + 1, 2654435761 + salt * 40503) >>> 0) / 2 ** 32;
 }
 
 export function heartbeatFields(device: Device): Record<string, unknown> {

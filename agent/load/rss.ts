@@ -41,16 +41,22 @@ export interface SoakVerdict {
   readonly reasons: string[];
 }
 
+/** Caches fill to their budgets and V8 sizes its heaps in the first half minute or so. */
+export const SOAK_WARMUP_SECONDS = 30;
+
 /**
- * The first quarter is warm-up (caches filling to their budgets, JIT); growth is judged on
- * the rest, where a bounded server is flat.
+ * The warm-up (the first SOAK_WARMUP_SECONDS, or the first quarter of a longer run) is left
+ * out of the growth judgement: after it, a bounded server is flat. The peak counts throughout.
  */
 export function judgeSoak(samples: readonly RssSample[], boundBytes: number, maxSlopeBytesPerMinute: number): SoakVerdict {
   const peakBytes = samples.reduce((m, s) => Math.max(m, s.bytes), 0);
-  const steady = samples.slice(Math.floor(samples.length / 4));
+  const last = samples[samples.length - 1]?.atSeconds ?? 0;
+  const warmup = Math.max(SOAK_WARMUP_SECONDS, last / 4);
+  const steady = samples.filter((s) => s.atSeconds >= warmup);
   const slope = rssSlopePerMinute(steady);
   const reasons: string[] = [];
   if (samples.length === 0) reasons.push('no RSS sample could be read from /metrics');
+  else if (steady.length < 10) reasons.push(`too short to judge growth: run at least ${Math.ceil(warmup) + 10} s`);
   if (peakBytes > boundBytes) reasons.push(`peak RSS ${mb(peakBytes)} MB is over the bound of ${mb(boundBytes)} MB`);
   if (slope > maxSlopeBytesPerMinute) reasons.push(`RSS keeps growing: ${mb(slope)} MB/min after warm-up (limit ${mb(maxSlopeBytesPerMinute)} MB/min)`);
   return { ok: reasons.length === 0, peakBytes, slopeBytesPerMinute: slope, reasons };

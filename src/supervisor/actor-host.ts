@@ -13,6 +13,15 @@ export const READY_DEADLINE_MS: Record<ActorName, number> = {
   coap: 15_000,
 };
 
+/**
+ * Each actor's V8 heap is fenced. The young generation is what makes an idle isolate grow
+ * under load (V8 lets it reach 3 × 16 MiB per isolate by default), so it is kept small: more
+ * frequent minor GCs, a flat RSS. The old generation holds only an actor's own state (the
+ * caches' bytes live in SharedArrayBuffers outside it); its cap is a fence against a leak,
+ * which then ends the worker and the supervisor restarts it.
+ */
+export const ACTOR_HEAP_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 512 } as const;
+
 export function actorFile(name: ActorName): URL {
   return new URL(`../actors/${name}/index.js`, import.meta.url);
 }
@@ -30,7 +39,7 @@ export class ActorHost {
   async start(data: ActorWorkerData, controlPort: MessagePort, transfer: MessagePort[]): Promise<void> {
     this.ready = false;
     this.stopping = false;
-    const worker = new Worker(actorFile(this.name), { workerData: data, transferList: transfer as never[] });
+    const worker = new Worker(actorFile(this.name), { workerData: data, transferList: transfer as never[], resourceLimits: ACTOR_HEAP_LIMITS });
     this.worker = worker;
     this.control = wrapPort<ControlApi>(controlPort);
     const deadline = READY_DEADLINE_MS[this.name];
