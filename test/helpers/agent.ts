@@ -1,3 +1,4 @@
+import type { Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { mkdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -90,6 +91,6 @@ export function logged(run: AgentRun, msg: string): boolean {
 }
 
 /** Asserts a clean exit; the agent's log is shown only when it was not. */
-export function expectExit(t: { equal(a: unknown, b: unknown, m?: string): boolean; comment(...m: unknown[]): void }, run: AgentRun, code = 0, what = `the agent exits ${code}`): void {
+export function expectExit(t: Test, run: AgentRun, code = 0, what = `the agent exits ${code}`): void {
   if (!t.equal(run.code, code, what)) t.comment(run.output);
 }
