@@ -4,8 +4,9 @@ import { mkdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { FAULT_ENV } from '../../agent/fault.js';
-import { sha256Hex, type Fixture } from './fixture.js';
-import { UPDATER_BIN } from './server.js';
+import { firmware, makeFixture, nextVersion, sha256Hex, type Fixture } from './fixture.js';
+import { heartbeatUntilSigned } from './http.js';
+import { UPDATER_BIN, startTestServer, type TestServer } from './server.js';
 
 // A provisioned device for end-to-end tests: a real slot directory (binary as slot-a,
 // `current` -> slot-a) and an agent configuration pointing at a server on loopback.
@@ -93,4 +94,37 @@ export function logged(run: AgentRun, msg: string): boolean {
 /** Asserts a clean exit; the agent's log is shown only when it was not. */
 export function expectExit(t: Test, run: AgentRun, code = 0, what = `the agent exits ${code}`): void {
   if (!t.equal(run.code, code, what)) t.comment(run.output);
+}
+
+export interface UpdateWorld {
+  fixture: Fixture;
+  server: TestServer;
+  v1Bytes: Buffer;
+  v2Bytes: Buffer;
+  v1Hash: string;
+  v2Hash: string;
+  /** A binary the server never saw: such a device gets full mode. */
+  strangerBytes: Buffer;
+}
+
+/**
+ * A real server whose track `app` ships v2 while a second track ships v1 (so it holds v1
+ * and can make the v1 -> v2 delta), with full downloads allowed; both transfers are ready.
+ */
+export async function startUpdateWorld(t: Test, size = 1_500_000): Promise<UpdateWorld> {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v1Bytes = firmware(size, 'w1');
+  const v2Bytes = nextVersion(v1Bytes, 'w2');
+  const v1 = await fixture.writeBinary('v1.bin', v1Bytes);
+  const v2 = await fixture.writeBinary('v2.bin', v2Bytes);
+  const server = await startTestServer(fixture, [
+    { name: 'app', version: '2.0.0', binary: v2.path },
+    { name: 'legacy', version: '1.0.0', binary: v1.path },
+  ], { default_artifact: 'app', allow_full_download: true });
+  t.teardown(() => server.stop());
+  const strangerBytes = firmware(200_000, 'stranger');
+  await heartbeatUntilSigned(server.url, v1.hash, 'app');
+  await heartbeatUntilSigned(server.url, sha256Hex(strangerBytes), 'app');
+  return { fixture, server, v1Bytes, v2Bytes, v1Hash: v1.hash, v2Hash: v2.hash, strangerBytes };
 }
