@@ -111,7 +111,7 @@ export function validateAgentConfig(doc: unknown, configPath: string): AgentConf
     try {
       artifact = trackKey(parseTrackKey(artifactText));
     } catch (err) {
-      throw new ConfigError('artifact', (err as Error).message);
+      throw new ConfigError('artifact', (err as Error).message.replace(/^artifact /, ''));
     }
   }
 

@@ -19,6 +19,8 @@ export interface Proxy {
   reports: any[];
   /** Next download: close the connection after this many body bytes. */
   cutNextDownloadAfter?: number;
+  /** Next download: after this many body bytes, send nothing more but keep the connection open. */
+  stallNextDownloadAfter?: number;
   /** Every download: flip the bits of the byte at this body offset. */
   corruptDownloadAt?: number;
   /** Heartbeats answered 503 before the real server is asked again. */
@@ -84,9 +86,21 @@ export async function startProxy(upstream: string): Promise<Proxy> {
       }
       const cutAfter = proxy.cutNextDownloadAfter;
       proxy.cutNextDownloadAfter = undefined;
+      const stallAfter = proxy.stallNextDownloadAfter;
+      proxy.stallNextDownloadAfter = undefined;
       let passed = 0;
       up.on('data', (chunk: Buffer) => {
         let out = chunk;
+        if (stallAfter !== undefined && passed + out.length >= stallAfter) {
+          const head = out.subarray(0, stallAfter - passed);
+          passed += head.length;
+          proxy.downloadBytes += head.length;
+          res.write(head);
+          up.pause();
+          up.removeAllListeners('data');
+          up.removeAllListeners('end');
+          return;
+        }
         if (proxy.corruptDownloadAt !== undefined && proxy.corruptDownloadAt >= passed && proxy.corruptDownloadAt < passed + chunk.length) {
           out = Buffer.from(chunk);
           const at = proxy.corruptDownloadAt - passed;
