@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isUpdaterError, serializeError } from '../src/shared/errors.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
@@ -73,6 +74,20 @@ export function nextDelay(ctx: AgentContext, result: CycleResult): number {
   return ctx.config.intervalMs;
 }
 
+/**
+ * Peak resident memory of this process in KiB. VmHWM belongs to the address space made by
+ * exec, whereas getrusage's maxrss keeps the high-water mark of the parent that forked us.
+ */
+export function peakRssKb(): number {
+  try {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (match) return Number(match[1]);
+  } catch {
+    // not Linux: fall back below
+  }
+  return process.resourceUsage().maxRSS;
+}
+
 /** The agent: with `once`, one cycle and exit status 0 when it ended without error. */
 export async function runAgent(config: AgentConfig, options: AgentRunOptions): Promise<number> {
   const log = options.log ?? createLogger('agent', config.logLevel);
@@ -86,7 +101,7 @@ export async function runAgent(config: AgentConfig, options: AgentRunOptions): P
   try {
     if (options.once) {
       const result = await runCycle(ctx);
-      log.info({ ok: result.ok, maxRssKb: process.resourceUsage().maxRSS }, 'cycle finished');
+      log.info({ ok: result.ok, maxRssKb: peakRssKb() }, 'cycle finished');
       return result.ok ? 0 : 1;
     }
     // A restarted agent still honours the backoff its predecessor persisted (e.g. after ENOSPC).

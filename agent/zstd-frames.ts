@@ -69,12 +69,16 @@ export async function decompressFileInto(inputPath: string, output: FileHandle, 
     if (size === 0) corrupt('the file is empty');
     let position = 0;
     let written = 0;
+    // One input buffer, grown to the largest frame, instead of a new one per frame.
+    let frameBuffer = Buffer.alloc(0);
     while (position < size) {
       const { length, skippable } = await frameLength(input, position);
       if (position + length > size) corrupt(`the last frame is truncated at byte ${size}`);
       if (!skippable) {
-        const frame = await readExact(input, length, position);
-        const data = await decompress(frame).catch((err: Error) => corrupt(err.message));
+        if (frameBuffer.length < length) frameBuffer = Buffer.alloc(length);
+        const { bytesRead } = await input.read(frameBuffer, 0, length, position);
+        if (bytesRead !== length) corrupt(`truncated at byte ${position + bytesRead}`);
+        const data = await decompress(frameBuffer.subarray(0, length)).catch((err: Error) => corrupt(err.message));
         await output.write(data, 0, data.length, null);
         written += data.length;
         afterFrame?.();
