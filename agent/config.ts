@@ -83,7 +83,7 @@ function url(node: Node, key: string, scheme: 'http:' | 'coap:'): string | undef
   }
   const allowed = scheme === 'http:' ? ['http:', 'https:'] : ['coap:'];
   if (!allowed.includes(parsed.protocol)) throw new ConfigError(key, `must use ${allowed.join(' or ')} (got ${parsed.protocol})`);
-  if (parsed.pathname !== '/' || parsed.search || parsed.hash) throw new ConfigError(key, 'must be a base address without a path');
+  if ((parsed.pathname !== '/' && parsed.pathname !== '') || parsed.search || parsed.hash) throw new ConfigError(key, 'must be a base address without a path');
   return text.replace(/\/+$/, '');
 }
 

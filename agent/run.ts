@@ -8,6 +8,7 @@ import type { AgentConfig } from './config.js';
 import { makeContext, type AgentContext } from './context.js';
 import { updateCycle, type CycleOutcome } from './cycle.js';
 import { Transports } from './failover.js';
+import { CoapTransport } from './coap-transport.js';
 import { HttpTransport } from './http-transport.js';
 import { SlotDir } from './slots.js';
 import { StateStore } from './state.js';
@@ -25,17 +26,15 @@ export type CycleResult =
   | { ok: false; boot?: BootOutcome; error: { code: string; message: string } };
 
 function transportFor(config: AgentConfig, name: 'http' | 'coap'): Transport | undefined {
-  // CoAP is not built yet on the device side: a coap_url is accepted so configurations can
-  // name it, and startup says plainly that there is no fallback (see docs/agent.md).
   if (name === 'http' && config.httpUrl) return new HttpTransport(config.httpUrl);
+  if (name === 'coap' && config.coapUrl) return new CoapTransport(config.coapUrl);
   return undefined;
 }
 
 export async function createAgent(config: AgentConfig, log: Logger): Promise<AgentContext> {
   const primary = transportFor(config, config.primary);
-  if (!primary) throw Object.assign(new Error(`primary transport ${config.primary} is not available in this agent build (use primary: http)`), { code: 'CONFIG_INVALID' });
+  if (!primary) throw Object.assign(new Error(`primary transport ${config.primary} has no URL`), { code: 'CONFIG_INVALID' });
   const fallback = transportFor(config, config.primary === 'http' ? 'coap' : 'http');
-  if (!fallback && config.coapUrl) log.warn({ coapUrl: config.coapUrl }, 'the CoAP transport is not available in this agent build; running without a fallback');
   const slots = new SlotDir(config.slotDir);
   await slots.open();
   const store = new StateStore(config.slotDir, log);

@@ -42,7 +42,7 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-export async function startProxy(upstream: string): Promise<Proxy> {
+export async function startProxy(upstream: string, port = 0): Promise<Proxy> {
   const target = new URL(upstream);
   const proxy: Proxy = {
     url: '',
@@ -128,7 +128,7 @@ export async function startProxy(upstream: string): Promise<Proxy> {
   const server: Server = createServer((req, res) => {
     handle(req, res).catch(() => res.destroy());
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   (proxy as { url: string }).url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return proxy;
 }
