@@ -57,7 +57,8 @@ export async function runCycle(ctx: AgentContext): Promise<CycleResult> {
     const { code, message } = serializeError(err);
     ctx.log.error({ code, err: message }, 'update cycle failed');
     ctx.state.consecutiveFailures += 1;
-    const diskFull = isUpdaterError(err) && err.code === 'AGENT_DISK_FULL';
+    // ENOSPC may also surface from a state-file write, outside the download and patch code.
+    const diskFull = (isUpdaterError(err) && err.code === 'AGENT_DISK_FULL') || (err as NodeJS.ErrnoException).code === 'ENOSPC';
     ctx.state.backoffUntil = Date.now() + retryDelay(ctx.state.consecutiveFailures, diskFull, ctx.config);
     await ctx.store.save(ctx.state).catch((saveErr: Error) => ctx.log.error({ err: saveErr.message }, 'could not save agent state'));
     return { ok: false, ...(boot ? { boot } : {}), error: { code, message } };
@@ -67,7 +68,8 @@ export async function runCycle(ctx: AgentContext): Promise<CycleResult> {
 /** How long the loop waits after a cycle. */
 export function nextDelay(ctx: AgentContext, result: CycleResult): number {
   if (!result.ok) return Math.max(0, ctx.state.backoffUntil - Date.now());
-  if (result.outcome.kind === 'retry-later') return result.outcome.retryAfterSeconds * 1000;
+  // The server's retry_after, but never later than the regular heartbeat would come anyway.
+  if (result.outcome.kind === 'retry-later') return Math.min(result.outcome.retryAfterSeconds * 1000, ctx.config.intervalMs);
   if (result.outcome.kind === 'updated') return 0; // the boot phase of the new slot comes next
   if (result.outcome.kind === 'cooling-down') return Math.min(ctx.config.intervalMs, Math.max(0, result.outcome.until - Date.now()));
   return ctx.config.intervalMs;
