@@ -76,6 +76,8 @@ export class Downloader {
       return open(this.partPath, 'w');
     });
     try {
+      // A part shorter than its record was damaged outside the agent: start over.
+      if ((await handle.stat()).size < offset) offset = 0;
       // Bytes past the durable offset may be torn by the crash that left them.
       await handle.truncate(offset);
       if (offset > 0) this.log.info({ offset, size: job.size, endpoint: job.endpoint }, 'resuming download from its durable offset');

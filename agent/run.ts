@@ -10,6 +10,7 @@ import { updateCycle, type CycleOutcome } from './cycle.js';
 import { Transports } from './failover.js';
 import { CoapTransport } from './coap-transport.js';
 import { HttpTransport } from './http-transport.js';
+import { lockSlotDir } from './lock.js';
 import { SlotDir } from './slots.js';
 import { StateStore } from './state.js';
 import type { Transport } from './transport.js';
@@ -93,9 +94,17 @@ export function peakRssKb(): number {
 export async function runAgent(config: AgentConfig, options: AgentRunOptions): Promise<number> {
   const log = options.log ?? createLogger('agent', config.logLevel);
   let ctx: AgentContext;
+  let unlock: () => Promise<void>;
+  try {
+    unlock = await lockSlotDir(config.slotDir);
+  } catch (err) {
+    log.error({ code: (err as { code?: string }).code, err: (err as Error).message }, 'agent cannot start');
+    return 1;
+  }
   try {
     ctx = await createAgent(config, log);
   } catch (err) {
+    await unlock();
     log.error({ code: (err as { code?: string }).code, err: (err as Error).message }, 'agent cannot start');
     return 1;
   }
@@ -118,5 +127,6 @@ export async function runAgent(config: AgentConfig, options: AgentRunOptions): P
     return 0;
   } finally {
     await ctx.transports.close();
+    await unlock();
   }
 }

@@ -1,4 +1,5 @@
-import { writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
@@ -75,4 +76,23 @@ t.test('an unprovisioned slot directory stops the agent with a clear error', asy
   t.equal(run.code, 1);
   t.match(run.stdout, /AGENT_SLOT_DIR_INVALID/);
   t.match(run.stdout, /current must be a symlink to slot-a or slot-b/);
+});
+
+t.test('a second agent on the same slot directory refuses to start; a dead owner\'s lock is taken over', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const path = join(fixture.dir, 'agent.yaml');
+  // No server listens here: the cycle fails after the lock, which is all this test needs.
+  await writeFile(path, stringify({ ...minimal, slot_dir: fixture.dir, http_url: 'http://127.0.0.1:9', request_timeout: '2s' }));
+  await writeFile(join(fixture.dir, 'slot-a'), 'v1');
+  await symlink('slot-a', join(fixture.dir, 'current'));
+  await writeFile(join(fixture.dir, '.agent.lock'), `${process.pid}\n`);
+  const refused = await runUpdater(['agent', '--config', path, '--once']);
+  t.equal(refused.code, 1);
+  t.match(refused.stdout, new RegExp(`another agent \\(pid ${process.pid}\\) is running`));
+  await writeFile(join(fixture.dir, '.agent.lock'), '999999999\n');
+  const taken = await runUpdater(['agent', '--config', path, '--once']);
+  t.notMatch(taken.stdout, /another agent/, 'a lock whose owner is gone is taken over');
+  t.match(taken.stdout, /AGENT_TRANSPORT_FAILED/, 'and the cycle ran');
+  t.notOk(existsSync(join(fixture.dir, '.agent.lock')), 'the lock is released at exit');
 });
