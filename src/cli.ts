@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { AGENT_HELP, agentCommand } from '../agent/index.js';
 import { ConfigError, loadConfigFile } from './shared/config/load.js';
 import { writePrivateKeyFile } from './shared/signing.js';
 import { startServer } from './supervisor/index.js';
@@ -9,6 +10,7 @@ const USAGE = `usage: updater <command> [options]
 commands:
   serve --config FILE     run the update server (supervisor and its actors)
   keygen --out FILE       write a new Ed25519 signing key; prints the public key (hex)
+  agent --config FILE     run the device agent (--once: one update cycle, then exit)
   load [options]          simulate a fleet of devices against a running server
 
 Run "updater <command> --help" for the options of a command.
@@ -27,6 +29,7 @@ Writes a new Ed25519 private key to FILE (mode 0600; an existing file is never o
 and prints the public key, 64 hex characters, as the only line on stdout. Give that public
 key to the device agents (public_key in their configuration).
 `,
+  agent: AGENT_HELP,
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -50,6 +53,7 @@ export async function main(argv: string[]): Promise<number> {
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   serve: serveCommand,
   keygen: keygenCommand,
+  agent: agentCommand,
   load: async (args) => {
     try {
       return await loadCommand(args);

@@ -34,6 +34,18 @@ export const ERRORS = {
   STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt' },
   STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied' },
   INTERNAL: { http: 500, coap: '5.00', message: 'internal error' },
+  // Device-agent failures: they end an update cycle and are logged; never sent on the wire.
+  AGENT_MANIFEST_INVALID: { http: 502, coap: '5.02', message: 'the server answered with a malformed manifest' },
+  AGENT_SIGNATURE_INVALID: { http: 502, coap: '5.02', message: 'the manifest signature does not verify with the configured public key' },
+  AGENT_REQUEST_REFUSED: { http: 502, coap: '5.02', message: 'the server refused a device request' },
+  AGENT_TRANSPORT_FAILED: { http: 502, coap: '5.02', message: 'the server could not be reached or broke the connection' },
+  AGENT_TRANSFER_TOO_LARGE: { http: 502, coap: '5.02', message: 'the transfer grew past the size the manifest announced' },
+  AGENT_TRANSFER_TOO_SLOW: { http: 504, coap: '5.04', message: 'the transfer fell below the throughput floor or passed its deadline' },
+  AGENT_TRANSFER_HASH_MISMATCH: { http: 502, coap: '5.02', message: 'the received bytes do not hash to delta_hash' },
+  AGENT_RECONSTRUCTION_MISMATCH: { http: 500, coap: '5.00', message: 'the rebuilt slot does not hash to target_hash' },
+  AGENT_SLOT_DIR_INVALID: { http: 500, coap: '5.00', message: 'the slot directory is not provisioned as documented' },
+  AGENT_DISK_FULL: { http: 507, coap: '5.00', message: 'no space left on the device' },
+  AGENT_RESTART_FAILED: { http: 500, coap: '5.00', message: 'restart_command failed' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

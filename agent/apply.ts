@@ -1,0 +1,56 @@
+import { open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import bsdiff from 'bsdiff-node';
+import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
+import { faultPoint } from './fault.js';
+import { decompressFileInto } from './zstd-frames.js';
+
+// Step 6: rebuild the target into the inactive slot. Memory: the zstd stream is
+// decompressed one frame (at most 8 MiB of output) at a time; bspatch (bsdiff-node,
+// native) holds the source slot, the target and the patch in memory while it runs, so
+// a delta costs about source + target bytes, and full mode about one frame.
+
+const PATCH_FILE = '.patch';
+
+function diskFull(err: unknown, what: string): unknown {
+  return (err as NodeJS.ErrnoException).code === 'ENOSPC' ? new UpdaterError('AGENT_DISK_FULL', `${what}: no space left on the device`) : err;
+}
+
+/** Decompresses `zstdPath` into a new `outPath`, fsynced before it returns. */
+async function decompressTo(zstdPath: string, outPath: string, afterFrame?: () => void): Promise<void> {
+  const out = await open(outPath, 'w', 0o755);
+  try {
+    await decompressFileInto(zstdPath, out, afterFrame);
+    await out.sync();
+  } catch (err) {
+    throw diskFull(err, outPath);
+  } finally {
+    await out.close();
+  }
+}
+
+export async function applyDelta(slotDir: string, transferPath: string, sourceSlot: string, targetSlot: string): Promise<void> {
+  const patchPath = join(slotDir, PATCH_FILE);
+  try {
+    await decompressTo(transferPath, patchPath);
+    try {
+      bsdiff.patchSync(sourceSlot, targetSlot, patchPath);
+    } catch (err) {
+      throw isUpdaterError(err) ? err
+        : new UpdaterError('AGENT_RECONSTRUCTION_MISMATCH', `bspatch could not apply the delta: ${(err as Error).message}`);
+    }
+    faultPoint('mid-patch');
+    const written = await open(targetSlot, 'r+');
+    try {
+      await written.sync();
+    } finally {
+      await written.close();
+    }
+  } finally {
+    await rm(patchPath, { force: true });
+  }
+}
+
+export async function applyFull(transferPath: string, targetSlot: string): Promise<void> {
+  await decompressTo(transferPath, targetSlot, () => faultPoint('mid-patch'));
+}

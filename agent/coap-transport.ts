@@ -1,0 +1,192 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { createSocket, type Socket } from 'node:dgram';
+import { isIPv6 } from 'node:net';
+import { generate, parse, type NamedOption, type ParsedPacket } from 'coap-packet';
+import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
+import { decodeManifest, encodeHeartbeat, encodeReport } from './coap-codec.js';
+import type { ReportWire } from './state.js';
+import { transportError, type DownloadSink, type HeartbeatWire, type Transport } from './transport.js';
+
+// The device protocol over CoAP (RFC 7252) with CBOR bodies. node-coap's client gathers a
+// whole Block2 transfer in memory before it answers, which would neither bound memory nor
+// allow a resume, so this transport speaks the packets itself (coap-packet is node-coap's
+// own codec): confirmable requests with the RFC's retransmission timing, and a download as
+// one Block2 request per block, starting at the block that holds the durable offset.
+
+const ACK_TIMEOUT_MS = 2000;
+const ACK_RANDOM_FACTOR = 1.5;
+const MAX_RETRANSMIT = 4;
+/** SZX 6: 1024-byte blocks, the largest a UDP datagram carries without fragmentation risk. */
+const BLOCK_SZX = 6;
+const CBOR_FORMAT = Buffer.from([60]);
+
+interface Exchange {
+  resolve(packet: ParsedPacket): void;
+  reject(err: unknown): void;
+  messageId: number;
+  acknowledged: boolean;
+}
+
+function uintOption(value: number): Buffer {
+  if (value === 0) return Buffer.alloc(0);
+  const bytes: number[] = [];
+  for (let v = value; v > 0; v = Math.floor(v / 256)) bytes.unshift(v & 0xff);
+  return Buffer.from(bytes);
+}
+
+function readBlock2(packet: ParsedPacket): { num: number; more: boolean; size: number } | undefined {
+  const option = packet.options.find((o) => o.name === 'Block2');
+  if (!option) return undefined;
+  const value = option.value.length === 0 ? 0 : option.value.readUIntBE(0, option.value.length);
+  const szx = value & 7;
+  if (szx === 7) throw new UpdaterError('AGENT_REQUEST_REFUSED', 'coap: the server answered with a BERT block size over UDP');
+  return { num: Math.floor(value / 16), more: (value & 8) !== 0, size: 2 ** (szx + 4) };
+}
+
+export class CoapTransport implements Transport {
+  readonly name = 'coap' as const;
+  private readonly host: string;
+  private readonly port: number;
+  private socket: Socket | undefined;
+  private readonly exchanges = new Map<string, Exchange>();
+  private nextMessageId = randomInt(0, 0x10000);
+
+  constructor(baseUrl: string) {
+    const url = new URL(baseUrl);
+    this.host = url.hostname.replace(/^\[|\]$/g, '');
+    this.port = Number(url.port || 5683);
+  }
+
+  private open(): Socket {
+    if (this.socket) return this.socket;
+    const socket = createSocket(isIPv6(this.host) ? 'udp6' : 'udp4');
+    socket.on('message', (message) => this.receive(message));
+    socket.on('error', (err) => {
+      for (const exchange of this.exchanges.values()) exchange.reject(transportError('coap', 'socket', err));
+    });
+    socket.unref();
+    this.socket = socket;
+    return socket;
+  }
+
+  private send(packet: Parameters<typeof generate>[0]): void {
+    this.open().send(generate(packet), this.port, this.host);
+  }
+
+  private receive(message: Buffer): void {
+    let packet: ParsedPacket;
+    try {
+      packet = parse(message);
+    } catch {
+      return; // not CoAP: ignore, as RFC 7252 asks
+    }
+    if (packet.confirmable) this.send({ messageId: packet.messageId, code: '0.00', ack: true });
+    const exchange = this.exchanges.get(packet.token.toString('hex'))
+      ?? [...this.exchanges.values()].find((e) => packet.ack && e.messageId === packet.messageId && packet.code === '0.00');
+    if (!exchange) return;
+    if (packet.reset) {
+      exchange.reject(transportError('coap', 'exchange', new Error('the server reset the exchange')));
+    } else if (packet.code === '0.00') {
+      exchange.acknowledged = true; // empty ACK: a separate response follows
+    } else {
+      exchange.resolve(packet);
+    }
+  }
+
+  /** One confirmable request and its response, retransmitted with the RFC's exponential timing. */
+  private async request(method: 'GET' | 'POST', path: string, options: NamedOption[], payload: Buffer | undefined,
+    timeoutMs: number, signal?: AbortSignal): Promise<ParsedPacket> {
+    const token = randomBytes(4);
+    const key = token.toString('hex');
+    const messageId = this.nextMessageId = (this.nextMessageId + 1) & 0xffff;
+    const pathOptions: NamedOption[] = path.split('/').filter(Boolean).map((segment) => ({ name: 'Uri-Path', value: Buffer.from(segment) }));
+    const packet = { code: method, messageId, token, confirmable: true, options: [...pathOptions, ...options], ...(payload ? { payload } : {}) };
+    return new Promise<ParsedPacket>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const finish = () => {
+        clearTimeout(timer);
+        clearTimeout(deadline);
+        signal?.removeEventListener('abort', onAbort);
+        this.exchanges.delete(key);
+      };
+      const exchange: Exchange = {
+        messageId, acknowledged: false,
+        resolve: (p) => { finish(); resolve(p); },
+        reject: (e) => { finish(); reject(e); },
+      };
+      const onAbort = () => exchange.reject(isUpdaterError(signal!.reason) ? signal!.reason : transportError('coap', path, signal!.reason));
+      const deadline = setTimeout(() => exchange.reject(transportError('coap', `${method} ${path}`, new Error(`no answer within ${timeoutMs} ms`))), timeoutMs);
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.exchanges.set(key, exchange);
+      let wait = ACK_TIMEOUT_MS * (1 + Math.random() * (ACK_RANDOM_FACTOR - 1));
+      let sent = 0;
+      const transmit = () => {
+        if (exchange.acknowledged) return; // the server has it; only the deadline applies now
+        if (sent > MAX_RETRANSMIT) {
+          exchange.reject(transportError('coap', `${method} ${path}`, new Error(`no acknowledgement after ${sent} transmissions`)));
+          return;
+        }
+        try {
+          this.send(packet);
+        } catch (err) {
+          exchange.reject(transportError('coap', `${method} ${path}`, err));
+          return;
+        }
+        sent++;
+        timer = setTimeout(transmit, wait);
+        wait *= 2;
+      };
+      transmit();
+    });
+  }
+
+  private refuse(packet: ParsedPacket, what: string): never {
+    const message = `coap: ${what} answered ${packet.code}`;
+    if (packet.code.startsWith('5.')) throw new UpdaterError('AGENT_TRANSPORT_FAILED', message, { transport: 'coap', status: packet.code });
+    throw new UpdaterError('AGENT_REQUEST_REFUSED', message, { status: packet.code });
+  }
+
+  async heartbeat(body: HeartbeatWire, timeoutMs: number): Promise<unknown> {
+    const response = await this.request('POST', '/heartbeat', [{ name: 'Content-Format', value: CBOR_FORMAT }], encodeHeartbeat(body), timeoutMs);
+    if (response.code !== '2.05') this.refuse(response, 'heartbeat');
+    return decodeManifest(response.payload);
+  }
+
+  async report(report: ReportWire, timeoutMs: number): Promise<void> {
+    const response = await this.request('POST', '/report', [{ name: 'Content-Format', value: CBOR_FORMAT }], encodeReport(report), timeoutMs);
+    if (!response.code.startsWith('2.')) this.refuse(response, 'report');
+  }
+
+  async download(endpoint: string, offset: number, _expectedSize: number, sink: DownloadSink, signal: AbortSignal): Promise<void> {
+    let size = 2 ** (BLOCK_SZX + 4);
+    let num = Math.floor(offset / size);
+    let begun = false;
+    for (;;) {
+      const block2 = { name: 'Block2' as const, value: uintOption(num * 16 + Math.log2(size) - 4) };
+      const response = await this.request('GET', endpoint, [block2], undefined, ACK_TIMEOUT_MS * 2 ** (MAX_RETRANSMIT + 1), signal);
+      if (response.code !== '2.05') this.refuse(response, `GET ${endpoint}`);
+      const block = readBlock2(response) ?? { num: 0, more: false, size: Math.max(response.payload.length, 1) };
+      const blockStart = block.num * block.size;
+      if (!begun) {
+        // The server may pick a smaller block; the durable offset then sits inside this one.
+        if (blockStart > offset) throw new UpdaterError('AGENT_REQUEST_REFUSED', `coap: GET ${endpoint} answered block ${block.num}, past byte ${offset}`);
+        await sink.begin(offset);
+        begun = true;
+      }
+      const skip = Math.max(0, offset - blockStart);
+      if (skip < response.payload.length) await sink.write(response.payload.subarray(skip));
+      offset = Math.max(offset, blockStart + response.payload.length);
+      // A block past delta_size is refused by the sink; the loop ends when the server says so.
+      if (!block.more) return;
+      size = block.size;
+      num = block.num + 1;
+    }
+  }
+
+  async close(): Promise<void> {
+    const socket = this.socket;
+    this.socket = undefined;
+    if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));
+  }
+}

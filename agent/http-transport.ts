@@ -1,0 +1,109 @@
+import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
+import type { ReportWire } from './state.js';
+import { transportError, type DownloadSink, type HeartbeatWire, type Transport } from './transport.js';
+
+// The device protocol over HTTP with JSON bodies; downloads resume with a Range header.
+
+/** A manifest is a few hundred bytes; a larger answer is refused before it is parsed. */
+const MAX_MANIFEST_BYTES = 64 * 1024;
+
+export class HttpTransport implements Transport {
+  readonly name = 'http' as const;
+  constructor(private readonly baseUrl: string) {}
+
+  private async request(path: string, init: RequestInit, what: string): Promise<Response> {
+    try {
+      return await fetch(`${this.baseUrl}${path}`, init);
+    } catch (err) {
+      // An abort carrying our own reason (too slow, too large) is not a transport problem.
+      if (isUpdaterError(init.signal?.reason)) throw init.signal!.reason;
+      throw transportError('http', what, err);
+    }
+  }
+
+  private async refuse(response: Response, what: string): Promise<never> {
+    const text = await response.text().catch(() => '');
+    const message = `http: ${what} answered ${response.status}: ${text.slice(0, 200)}`;
+    // A server that cannot serve (5xx) is treated like an unreachable one: the other transport may work.
+    if (response.status >= 500) throw new UpdaterError('AGENT_TRANSPORT_FAILED', message, { transport: 'http', status: response.status });
+    throw new UpdaterError('AGENT_REQUEST_REFUSED', message, { status: response.status });
+  }
+
+  async heartbeat(body: HeartbeatWire, timeoutMs: number): Promise<unknown> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    const response = await this.request('/heartbeat', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal,
+    }, 'heartbeat');
+    if (response.status !== 200) return this.refuse(response, 'heartbeat');
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (err) {
+      throw transportError('http', 'heartbeat', err);
+    }
+    if (text.length > MAX_MANIFEST_BYTES) throw new UpdaterError('AGENT_MANIFEST_INVALID', `the manifest is ${text.length} bytes long`);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new UpdaterError('AGENT_MANIFEST_INVALID', 'the manifest is not valid JSON');
+    }
+  }
+
+  async report(report: ReportWire, timeoutMs: number): Promise<void> {
+    const response = await this.request('/report', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(report),
+      signal: AbortSignal.timeout(timeoutMs),
+    }, 'report');
+    if (response.status !== 204 && response.status !== 200) await this.refuse(response, 'report');
+    await response.arrayBuffer().catch(() => undefined);
+  }
+
+  async download(endpoint: string, offset: number, expectedSize: number, sink: DownloadSink, signal: AbortSignal): Promise<void> {
+    const headers: Record<string, string> = offset > 0 ? { range: `bytes=${offset}-` } : {};
+    const response = await this.request(endpoint, { headers, signal }, `GET ${endpoint}`);
+    if (response.status === 416 && offset > 0 && offset === expectedSize) {
+      // Everything arrived before the link was cut; only the answer was lost.
+      await response.arrayBuffer().catch(() => undefined);
+      await sink.begin(offset);
+      return;
+    }
+    let start: number;
+    if (response.status === 206) {
+      const match = /^bytes (\d+)-\d+\/(\d+|\*)$/.exec(response.headers.get('content-range') ?? '');
+      if (!match || Number(match[1]) !== offset) {
+        await response.body?.cancel();
+        throw new UpdaterError('AGENT_REQUEST_REFUSED', `http: GET ${endpoint} answered a range that was not asked for`);
+      }
+      start = offset;
+    } else if (response.status === 200) {
+      start = 0; // the server ignored the range: start over
+    } else {
+      return this.refuse(response, `GET ${endpoint}`);
+    }
+    await sink.begin(start);
+    if (!response.body) return;
+    const reader = response.body.getReader();
+    let finished = false;
+    try {
+      for (;;) {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (err) {
+          if (isUpdaterError(signal.reason)) throw signal.reason;
+          throw transportError('http', `GET ${endpoint}`, err);
+        }
+        if (next.done) {
+          finished = true;
+          return;
+        }
+        await sink.write(next.value);
+      }
+    } finally {
+      // A sink that refused a chunk (too large, disk full) leaves the body unread: drop the connection.
+      if (!finished) await reader.cancel().catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {}
+}

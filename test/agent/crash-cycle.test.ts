@@ -1,0 +1,61 @@
+import { readdir } from 'node:fs/promises';
+import t, { type Test } from 'tap';
+import { expectExit, makeDevice, startUpdateWorld, type Device, type UpdateWorld } from '../helpers/agent.js';
+import { sha256Hex } from '../helpers/fixture.js';
+import { startProxy, type Proxy } from '../helpers/proxy.js';
+
+// The agent is killed with SIGKILL at each step of the update cycle (the test-only fault
+// hook of agent/fault.ts) and started again. Whatever the step, `current` names a slot
+// holding the old or the new target, and a later cycle finishes the update.
+
+const world: UpdateWorld = await startUpdateWorld(t);
+
+/** Runs clean cycles until the device runs v2 with no pending marker; checks the invariant after each. */
+async function finishes(t: Test, device: Device, oldHash: string): Promise<void> {
+  for (let cycle = 1; cycle <= 4; cycle++) {
+    const run = await device.runOnce();
+    expectExit(t, run, 0, `clean cycle ${cycle} exits 0`);
+    const { hash } = await device.current();
+    t.ok(hash === oldHash || hash === world.v2Hash, `after clean cycle ${cycle}, current holds the old or the new target`);
+    const pending = (await readdir(device.slotDir)).includes('.pending_update');
+    if (hash === world.v2Hash && !pending) return;
+  }
+  t.fail('the update did not finish within 4 cycles');
+}
+
+async function killedAt(t: Test, device: Device, step: string, oldHash: string): Promise<void> {
+  const run = await device.runOnce(step);
+  if (!t.equal(run.signal, 'SIGKILL', `the agent is killed at ${step}`)) t.comment(run.output);
+  const { hash } = await device.current();
+  t.ok(hash === oldHash || hash === world.v2Hash, 'after the kill, current holds the old or the new target');
+}
+
+const DELTA_STEPS = ['after-heartbeat', 'after-signature-check', 'mid-download', 'after-download', 'after-transfer-check', 'mid-patch',
+  'after-patch', 'after-reconstruction-check', 'after-marker', 'after-swap', 'after-restart'];
+
+for (const step of DELTA_STEPS) {
+  t.test(`delta mode, killed ${step}: current stays valid and a later cycle finishes the update`, async (t) => {
+    const device = await makeDevice(world.fixture, world.server.url, world.v1Bytes);
+    await killedAt(t, device, step, world.v1Hash);
+    await finishes(t, device, world.v1Hash);
+  });
+}
+
+for (const step of ['mid-download', 'mid-patch']) {
+  t.test(`full mode, killed ${step}: current stays valid and a later cycle finishes the update`, async (t) => {
+    let proxy: Proxy | undefined;
+    if (step === 'mid-download') {
+      proxy = await startProxy(world.server.url);
+      t.teardown(() => proxy!.close());
+    }
+    const device = await makeDevice(world.fixture, proxy?.url ?? world.server.url, world.strangerBytes);
+    const strangerHash = sha256Hex(world.strangerBytes);
+    await killedAt(t, device, step, strangerHash);
+    await finishes(t, device, strangerHash);
+    if (proxy) {
+      const downloads = proxy.downloads();
+      const resumedFrom = Number(/^bytes=(\d+)-$/.exec(downloads.at(-1)?.range ?? '')?.[1]);
+      t.ok(resumedFrom > 0, `the restarted agent resumed the download from its durable offset (${resumedFrom})`);
+    }
+  });
+}

@@ -1,0 +1,86 @@
+import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type OutgoingMessage, type Server } from 'coap';
+import { CBOR_KEYS, cborDecoder, cborEncoder } from '../../agent/coap-codec.js';
+
+// A CoAP front on 127.0.0.1 for agent tests, translating to the real server's HTTP API:
+// CBOR bodies with the integer keys of interface.md, Block2 downloads served by node-coap's
+// own server-side segmentation. It stands in for the server's CoAP front-end so the agent's
+// CoAP transport is exercised over real UDP.
+
+export interface CoapBridge {
+  readonly url: string;
+  readonly requests: Array<{ method: string; url: string; block2?: number }>;
+  reports: any[];
+  close(): Promise<void>;
+}
+
+function fromIntKeys(map: unknown, keys: Record<string, number>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (!(map instanceof Map)) return out;
+  for (const [name, key] of Object.entries(keys)) if (map.has(key)) out[name] = map.get(key);
+  return out;
+}
+
+function toIntKeys(value: Record<string, unknown>, keys: Record<string, number>): Map<number, unknown> {
+  const map = new Map<number, unknown>();
+  for (const [name, key] of Object.entries(keys)) if (value[name] !== undefined) map.set(key, value[name]);
+  return map;
+}
+
+export async function startCoapBridge(httpUrl: string): Promise<CoapBridge> {
+  const bridge: CoapBridge = { url: '', requests: [], reports: [], close: async () => undefined };
+  const server: Server = createServer();
+  server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
+    handle(req, res).catch(() => {
+      res.code = '5.00';
+      res.end();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: OutgoingMessage): Promise<void> {
+    const block2 = (req._packet.options ?? []).find((o) => o.name === 'Block2')?.value as Buffer | undefined;
+    bridge.requests.push({ method: req.method, url: req.url, ...(block2 ? { block2: block2.length ? block2.readUIntBE(0, block2.length) >> 4 : 0 } : {}) });
+    if (req.method === 'POST' && (req.url === '/heartbeat' || req.url === '/report')) {
+      const decoded = cborDecoder.decode(req.payload);
+      const isHeartbeat = req.url === '/heartbeat';
+      const body = fromIntKeys(decoded, isHeartbeat ? CBOR_KEYS.heartbeat : CBOR_KEYS.report);
+      if (isHeartbeat) body.hw_info = fromIntKeys(body.hw_info, CBOR_KEYS.hwInfo);
+      else bridge.reports.push(body);
+      const response = await fetch(`${httpUrl}${req.url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const text = await response.text();
+      if (!isHeartbeat) {
+        res.code = response.status < 300 ? '2.04' : '4.00';
+        res.end();
+        return;
+      }
+      if (response.status !== 200) {
+        res.code = response.status === 404 ? '4.04' : response.status >= 500 ? '5.03' : '4.00';
+        res.end();
+        return;
+      }
+      res.code = '2.05';
+      res.setOption('Content-Format', 'application/cbor');
+      res.end(cborEncoder.encode(toIntKeys(JSON.parse(text), CBOR_KEYS.manifest)));
+      return;
+    }
+    if (req.method === 'GET' && /^\/(delta|binary)\//.test(req.url)) {
+      const response = await fetch(`${httpUrl}${req.url}`);
+      if (response.status !== 200) {
+        res.code = '4.04';
+        res.end();
+        return;
+      }
+      res.code = '2.05';
+      res.end(Buffer.from(await response.arrayBuffer()));
+      return;
+    }
+    res.code = '4.04';
+    res.end();
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = ((server as unknown as { _sock: { address(): AddressInfo } })._sock.address()).port;
+  (bridge as { url: string }).url = `coap://127.0.0.1:${port}`;
+  bridge.close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return bridge;
+}
