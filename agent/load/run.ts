@@ -42,6 +42,19 @@ export interface LoadReport {
 }
 
 const TICK_MS = 20;
+/** The harness gives up on an answer after this; the request counts as an error of its kind. */
+const HEARTBEAT_DEADLINE_MS = 10_000;
+const DOWNLOAD_DEADLINE_MS = 60_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number, kind: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(kind), { code: kind })), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
 
 /** Drives the fleet for the chosen time, then reports. Bounded: it stops by itself. */
 export async function runLoad(options: LoadOptions): Promise<LoadReport> {
@@ -71,9 +84,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     stats.requests++;
     try {
       const fields = heartbeatFields(device);
-      const answer = device.transport === 'coap'
-        ? await coap!.heartbeat(encodeWithIntegerKeys(fields, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }))
-        : await http.heartbeat(JSON.stringify(fields));
+      const answer = await withTimeout(device.transport === 'coap'
+        ? coap!.heartbeat(encodeWithIntegerKeys(fields, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }))
+        : http.heartbeat(JSON.stringify(fields)), HEARTBEAT_DEADLINE_MS, `${device.transport}_heartbeat_timeout`);
       stats.recordLatency(performance.now() - started);
       stats.heartbeats++;
       stats.bytesUp += answer.bytesUp;
@@ -94,10 +107,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     device.busy = true;
     try {
       stats.requests++;
-      const { status, size, hash } = await clientOf(device).download(path);
+      const { status, size, hash } = await withTimeout(clientOf(device).download(path), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
       stats.downloads++;
       stats.bytesDown += size;
-      if (status !== 200) return stats.error(`download_http_${status}`);
+      if (status !== 200) return stats.error(`${device.transport}_download_${status}`);
       if (hash !== transferHash) return stats.error('download_hash_mismatch');
       device.versionHash = targetHash;
       stats.updatesApplied++;
