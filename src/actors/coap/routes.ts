@@ -8,7 +8,7 @@ import type { ActorContext } from '../runtime.js';
 import { coapChunkSize, encodeBlockOption, parseBlockOption, selectBlock } from './block2.js';
 import { encodeManifest, heartbeatFields, reportFields } from './codec.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
-import { HeartbeatBatcher } from './heartbeat-batcher.js';
+import { HeartbeatBatcher } from '../heartbeat-batcher.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';

@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import type { ManifesterApi } from '../../messages/manifester.js';
+import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
+import { HeartbeatBatcher } from '../heartbeat-batcher.js';
 import type { StoreKeeperApi, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { SupervisorApi } from '../../messages/supervisor.js';
 import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../shared/device-messages.js';
@@ -48,10 +49,13 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
     });
   };
 
+  // Heartbeats read in one event-loop turn travel to the manifester in one message.
+  const heartbeats = new HeartbeatBatcher((batch) =>
+    ctx.call<ManifesterApi, HeartbeatOutcome[]>('manifester', (m) => m.heartbeats(batch), HEARTBEAT_DEADLINE_MS));
+
   route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    const request = validateHeartbeat(parseJson(body));
-    const manifest = await ctx.call<ManifesterApi, Awaited<ReturnType<ManifesterApi['heartbeat']>>>('manifester', (m) => m.heartbeat(request), HEARTBEAT_DEADLINE_MS);
+    const manifest = await heartbeats.heartbeat(validateHeartbeat(parseJson(body)));
     send(ex, 200, JSON.stringify(manifest));
   });
 

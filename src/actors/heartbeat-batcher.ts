@@ -1,5 +1,5 @@
-import type { HeartbeatOutcome, HeartbeatRequest, Manifest } from '../../messages/manifester.js';
-import { deserializeError } from '../../shared/errors.js';
+import type { HeartbeatOutcome, HeartbeatRequest, Manifest } from '../messages/manifester.js';
+import { deserializeError } from '../shared/errors.js';
 
 // Heartbeats that arrive together travel to the manifester together. The datagrams read in
 // one poll phase of the event loop are queued, and one message carries them once the phase
