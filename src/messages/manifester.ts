@@ -38,11 +38,10 @@ export interface TrackReferences {
   history: string[];
 }
 
-/** One answer of a batch: the manifest, or the error `heartbeat` would have thrown. */
+/** One answer of a batch: the manifest, or the error the decision raised (e.g. ARTIFACT_NOT_FOUND). */
 export type HeartbeatOutcome = { readonly manifest: Manifest } | { readonly error: SerializedError };
 
 export interface ManifesterApi extends ControlApi, TrackAdminApi {
-  heartbeat(request: HeartbeatRequest): Promise<Manifest>;
   /**
    * Several heartbeats in one message, answered in order. A front-end under load batches the
    * heartbeats that arrived together: one cross-thread message costs more than a decision.

@@ -61,7 +61,6 @@ await runActor(async (ctx) => {
   await admin.boot();
 
   return {
-    heartbeat: async (request) => manifester.heartbeat(request),
     heartbeats: async (batch) => batch.map((request) => {
       try {
         return { manifest: manifester.heartbeat(request) };
