@@ -25,13 +25,21 @@ export interface ChildJob {
 
 export interface PipelineOutcome {
   readonly ms: number;
+  /** CPU time of the task (user + system, all threads of this process). */
+  readonly cpuMs: number;
   readonly maxRssKb: number;
   readonly deltaBytes: number;
 }
 
 export interface PartsOutcome {
-  readonly parts: Record<string, number>;
+  /** Wall and CPU milliseconds of each step. */
+  readonly parts: Record<string, { ms: number; cpuMs: number }>;
   readonly maxRssKb: number;
+}
+
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
 }
 
 async function targetCacheBytes(path: string): Promise<SharedArrayBuffer> {
@@ -47,20 +55,23 @@ async function pipeline(job: ChildJob): Promise<PipelineOutcome> {
     kind: 'delta', sourcePath: job.sourcePath, sourceHash: job.sourceHash, targetPath: job.targetPath,
     targetHash: job.targetHash, targetBytes, outDir: job.workDir, workDir: job.workDir,
   };
+  const cpu = process.cpuUsage();
   const started = performance.now();
   const outcome = await runDiffTask(task);
   const ms = performance.now() - started;
+  const cpuMs = cpuMsSince(cpu);
   if (!outcome.ok) throw new Error(`the diff task failed: ${outcome.error.code} ${outcome.error.message}`);
   await rm(outcome.result.tempPath, { force: true });
-  return { ms, maxRssKb: process.resourceUsage().maxRSS, deltaBytes: outcome.result.size };
+  return { ms, cpuMs, maxRssKb: process.resourceUsage().maxRSS, deltaBytes: outcome.result.size };
 }
 
 async function parts(job: ChildJob): Promise<PartsOutcome> {
-  const times: Record<string, number> = {};
+  const times: PartsOutcome['parts'] = {};
   const timed = async <T>(name: string, step: () => T | Promise<T>): Promise<T> => {
+    const cpu = process.cpuUsage();
     const started = performance.now();
     const value = await step();
-    times[name] = performance.now() - started;
+    times[name] = { ms: performance.now() - started, cpuMs: cpuMsSince(cpu) };
     return value;
   };
   const patchPath = tempPathFor(job.workDir);

@@ -18,12 +18,15 @@ const CHILD = fileURLToPath(new URL('./delta-child.js', import.meta.url));
 
 interface PairRuns {
   bsdiffMs: number[];
+  bsdiffCpuMs: number[];
   bsdiffPeakKb: number[];
   bsdiffPatchBytes: number;
   pipelineMs: number[];
+  pipelineCpuMs: number[];
   pipelinePeakKb: number[];
   deltaBytes: number;
   parts: Record<string, number[]>;
+  partsCpu: Record<string, number[]>;
 }
 
 export async function runDeltaBench(): Promise<SuiteRecord> {
@@ -43,6 +46,12 @@ export async function runDeltaBench(): Promise<SuiteRecord> {
       const oursMs = median(runs.pipelineMs);
       ratios.push(
         { name: `${pair.name}: delta time, ours / bsdiff command`, value: oursMs / bsdiffMs, goal: { max: GOAL_MAX_TIME_RATIO }, note: `${seconds(oursMs)} vs ${seconds(bsdiffMs)}` },
+        {
+          name: `${pair.name}: delta CPU time, ours / bsdiff command`,
+          value: median(runs.pipelineCpuMs) / median(runs.bsdiffCpuMs),
+          goal: { max: GOAL_MAX_TIME_RATIO },
+          note: 'user+sys: less moved by other load than wall time',
+        },
         { name: `${pair.name}: peak RSS, ours / bsdiff command`, value: median(runs.pipelinePeakKb) / median(runs.bsdiffPeakKb), note: `${mbOf(median(runs.pipelinePeakKb))} vs ${mbOf(median(runs.bsdiffPeakKb))} MB` },
         { name: `${pair.name}: bsdiff-node diff alone / bsdiff command`, value: median(runs.parts.bsdiff ?? []) / bsdiffMs, note: 'the library core, without our checks or zstd' },
         { name: `${pair.name}: delta size / zstd -19 of target`, value: runs.deltaBytes / zstd.bytes, note: `${formatNumber(runs.deltaBytes)} vs ${formatNumber(zstd.bytes)} bytes` },
@@ -56,26 +65,35 @@ export async function runDeltaBench(): Promise<SuiteRecord> {
 }
 
 async function measurePair(pair: Pair, dir: string): Promise<PairRuns> {
-  const runs: PairRuns = { bsdiffMs: [], bsdiffPeakKb: [], bsdiffPatchBytes: 0, pipelineMs: [], pipelinePeakKb: [], deltaBytes: 0, parts: {} };
+  const runs: PairRuns = {
+    bsdiffMs: [], bsdiffCpuMs: [], bsdiffPeakKb: [], bsdiffPatchBytes: 0,
+    pipelineMs: [], pipelineCpuMs: [], pipelinePeakKb: [], deltaBytes: 0, parts: {}, partsCpu: {},
+  };
   const job = { sourcePath: pair.oldPath, sourceHash: pair.oldHash, targetPath: pair.newPath, targetHash: pair.newHash, workDir: dir };
   const patchPath = join(dir, `${pair.name}.bsdiff`);
   for (let i = 0; i < REPEATS; i++) {
     const stock = await runMeasured('bsdiff', [pair.oldPath, pair.newPath, patchPath], dir);
     runs.bsdiffMs.push(stock.wallMs);
+    runs.bsdiffCpuMs.push(stock.cpuMs);
     runs.bsdiffPeakKb.push(stock.peakRssKb);
     runs.bsdiffPatchBytes = (await stat(patchPath)).size;
     await rm(patchPath, { force: true });
 
     const ours = await runChild<PipelineOutcome>({ mode: 'pipeline', ...job }, dir);
     runs.pipelineMs.push(ours.ms);
+    runs.pipelineCpuMs.push(ours.cpuMs);
     runs.pipelinePeakKb.push(ours.maxRssKb);
     runs.deltaBytes = ours.deltaBytes;
 
     const steps = await runChild<PartsOutcome>({ mode: 'parts', ...job }, dir);
-    for (const [name, ms] of Object.entries(steps.parts)) (runs.parts[name] ??= []).push(ms);
+    for (const [name, step] of Object.entries(steps.parts)) {
+      (runs.parts[name] ??= []).push(step.ms);
+      (runs.partsCpu[name] ??= []).push(step.cpuMs);
+    }
 
-    const partText = Object.entries(steps.parts).map(([name, ms]) => `${name} ${seconds(ms)}`).join(', ');
-    console.log(`  ${pair.name} run ${i + 1}: bsdiff command ${seconds(stock.wallMs)} ${mbOf(stock.peakRssKb)} MB (${stock.peakSource}); ours ${seconds(ours.ms)} ${mbOf(ours.maxRssKb)} MB; steps: ${partText}`);
+    const partText = Object.entries(steps.parts).map(([name, step]) => `${name} ${seconds(step.ms)}`).join(', ');
+    console.log(`  ${pair.name} run ${i + 1}: bsdiff command ${seconds(stock.wallMs)} (cpu ${seconds(stock.cpuMs)}) ${mbOf(stock.peakRssKb)} MB (${stock.peakSource}); `
+      + `ours ${seconds(ours.ms)} (cpu ${seconds(ours.cpuMs)}) ${mbOf(ours.maxRssKb)} MB; steps: ${partText}`);
   }
   return runs;
 }
@@ -85,13 +103,16 @@ function pairRecord(name: string, runs: PairRuns, zstd: { bytes: number; ms: num
     [`${name}_bsdiff_command_s`]: round(median(runs.bsdiffMs) / 1000, 3),
     [`${name}_bsdiff_command_peak_rss_mb`]: mbOf(median(runs.bsdiffPeakKb)),
     [`${name}_bsdiff_command_patch_bytes`]: runs.bsdiffPatchBytes,
+    [`${name}_bsdiff_command_cpu_s`]: round(median(runs.bsdiffCpuMs) / 1000, 3),
     [`${name}_ours_s`]: round(median(runs.pipelineMs) / 1000, 3),
+    [`${name}_ours_cpu_s`]: round(median(runs.pipelineCpuMs) / 1000, 3),
     [`${name}_ours_peak_rss_mb`]: mbOf(median(runs.pipelinePeakKb)),
     [`${name}_ours_delta_bytes`]: runs.deltaBytes,
     [`${name}_zstd19_target_bytes`]: zstd.bytes,
     [`${name}_zstd19_target_s`]: round(zstd.ms / 1000, 3),
   };
   for (const [step, values] of Object.entries(runs.parts)) record[`${name}_step_${step}_s`] = round(median(values) / 1000, 3);
+  for (const [step, values] of Object.entries(runs.partsCpu)) record[`${name}_step_${step}_cpu_s`] = round(median(values) / 1000, 3);
   // What the task adds around bsdiff itself: hashing, verification bspatch, zstd, fsync.
   record[`${name}_ours_beyond_bsdiff_step_s`] = round((median(runs.pipelineMs) - median(runs.parts.bsdiff ?? [])) / 1000, 3);
   return record;

@@ -14,6 +14,7 @@ import { runWrk, writePostScript, type WrkResult } from './wrk.js';
 //
 //   wrk ──▶ real server (in this process: supervisor + actor workers)   "subject"
 //   wrk ──▶ bare handler (a worker thread in this process)              "bare"
+//   wrk ──▶ bare handler + the front-end's JSON work, no actor hop      "codec"
 //
 // Two heartbeats: a device already on the target (row 2 of the decision table) and one that
 // gets a signed delta (row 3, after the delta has been generated once). Bare and subject runs
@@ -74,6 +75,7 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
     bare = started.worker;
     const targets = cases.flatMap((c): Target[] => [
       { label: `bare ${c.name}`, url: `http://127.0.0.1:${started.port}/heartbeat/${c.name}`, script: c.bareScript!, runs: [] },
+      { label: `codec ${c.name}`, url: `http://127.0.0.1:${started.port}/heartbeat/${c.name}/codec`, script: c.bareScript!, runs: [] },
       { label: `subject ${c.name}`, url: `${server!.url}/heartbeat`, script: c.subjectScript!, runs: [] },
     ]);
 
@@ -84,7 +86,7 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
       for (const target of order) {
         const result = await measure(target, SECONDS);
         target.runs.push(result);
-        console.log(`  round ${round + 1} ${target.label.padEnd(15)} ${formatNumber(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.latencyP50Ms.toFixed(2)} ms  p99 ${result.latencyP99Ms.toFixed(2)} ms`);
+        console.log(`  round ${round + 1} ${target.label.padEnd(16)} ${formatNumber(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.latencyP50Ms.toFixed(2)} ms  p99 ${result.latencyP99Ms.toFixed(2)} ms`);
       }
     }
     return summarize(cases, targets, v2.size);
@@ -113,6 +115,7 @@ function summarize(cases: readonly Case[], targets: readonly Target[], targetSiz
     const subjectRps = rps(`subject ${c.name}`);
     record[`${c.name}_response_bytes`] = Buffer.byteLength(c.answer!.body);
     record[`${c.name}_bare_req_per_s`] = Math.round(bareRps);
+    record[`${c.name}_codec_req_per_s`] = Math.round(rps(`codec ${c.name}`));
     record[`${c.name}_subject_req_per_s`] = Math.round(subjectRps);
     record[`${c.name}_bare_p99_ms`] = Number(p99(`bare ${c.name}`).toFixed(2));
     record[`${c.name}_subject_p99_ms`] = Number(p99(`subject ${c.name}`).toFixed(2));
@@ -121,6 +124,11 @@ function summarize(cases: readonly Case[], targets: readonly Target[], targetSiz
       value: subjectRps / bareRps,
       goal: { min: GOAL_MIN_RATIO },
       note: `${formatNumber(subjectRps, 0)} vs ${formatNumber(bareRps, 0)} req/s`,
+    });
+    ratios.push({
+      name: `${c.name === 'current' ? 'up-to-date' : 'signed delta'} heartbeat req/s, server / bare + codec`,
+      value: subjectRps / rps(`codec ${c.name}`),
+      note: 'same JSON work without the manifester hop: what the hop costs',
     });
   }
   record.ratios = ratios;

@@ -3,8 +3,8 @@ import { constants as fsc } from 'node:fs';
 import { access, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
-// Runs a command and reports its wall time and peak resident memory. GNU time gives the peak
-// exactly (`%M`, in KiB); where it is not installed, /proc/PID/status VmHWM is polled instead,
+// Runs a command and reports its wall time, CPU time and peak resident memory. GNU time gives
+// the peak exactly (`%M`, in KiB) and the CPU seconds (`%U %S`); where it is not installed, /proc/PID/status VmHWM is polled instead,
 // which can miss a peak reached in the last few milliseconds of the process.
 
 const GNU_TIME = '/usr/bin/time';
@@ -13,6 +13,8 @@ const POLL_MS = 5;
 export interface Measured {
   readonly wallMs: number;
   readonly peakRssKb: number;
+  /** User + system CPU time; NaN without GNU time (the poll cannot see it reliably). */
+  readonly cpuMs: number;
   readonly peakSource: 'gnu-time' | 'proc-poll';
   readonly stdout: string;
   readonly stderr: string;
@@ -27,7 +29,7 @@ function haveGnuTime(): Promise<boolean> {
 export async function runMeasured(command: string, args: readonly string[], scratchDir: string, timeoutMs = 300_000): Promise<Measured> {
   const useTime = await haveGnuTime();
   const timeOut = join(scratchDir, `time-${process.pid}-${Date.now()}.txt`);
-  const [file, argv] = useTime ? [GNU_TIME, ['-f', '%M', '-o', timeOut, command, ...args]] : [command, [...args]];
+  const [file, argv] = useTime ? [GNU_TIME, ['-f', '%M %U %S', '-o', timeOut, command, ...args]] : [command, [...args]];
   const started = performance.now();
   const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -50,9 +52,12 @@ export async function runMeasured(command: string, args: readonly string[], scra
   if (poller) clearInterval(poller);
   if (code !== 0) throw new Error(`${command} exited with ${code}: ${stderr.trim()}`);
   let peakRssKb = polledKb;
+  let cpuMs = Number.NaN;
   if (useTime) {
-    peakRssKb = Number((await readFile(timeOut, 'utf8')).trim().split('\n').pop());
+    const [maxRss, user, system] = ((await readFile(timeOut, 'utf8')).trim().split('\n').pop() ?? '').split(' ').map(Number);
+    peakRssKb = maxRss ?? Number.NaN;
+    cpuMs = ((user ?? Number.NaN) + (system ?? Number.NaN)) * 1000;
     await rm(timeOut, { force: true });
   }
-  return { wallMs, peakRssKb, peakSource: useTime ? 'gnu-time' : 'proc-poll', stdout, stderr };
+  return { wallMs, peakRssKb, cpuMs, peakSource: useTime ? 'gnu-time' : 'proc-poll', stdout, stderr };
 }

@@ -1,3 +1,5 @@
+import { availableParallelism, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { printRecord, ratioRows, summaryTable, verdict, type RatioRow } from './report.js';
 
 // `npm run bench [-- suite …]`: runs the suites in order (all of them by default), prints each
@@ -26,13 +28,20 @@ async function optionalSuite(specifier: string, exportName: string): Promise<Sui
   try {
     module = (await import(specifier)) as Record<string, unknown>;
   } catch (err) {
-    const missing = (err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(specifier.slice(2));
+    // Only the suite's own file being absent means "not there yet"; a suite that is there but
+    // imports something missing names itself as the importer, and that is a real failure.
+    const ownPath = `'${fileURLToPath(new URL(specifier, import.meta.url))}'`;
+    const missing = (err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(ownPath);
     if (missing) return undefined;
     throw err;
   }
   const run = module[exportName];
   if (typeof run !== 'function') throw new TypeError(`${specifier} does not export a function ${exportName}`);
   return run as Suite;
+}
+
+function loadAverage(): string {
+  return `${loadavg().map((n) => n.toFixed(2)).join(' ')} on ${availableParallelism()} cores`;
 }
 
 function selectSuites(args: readonly string[]): SuiteEntry[] {
@@ -54,12 +63,20 @@ async function main(): Promise<number> {
   const rows: RatioRow[] = [];
   const failed: string[] = [];
   for (const suite of suites) {
-    const run = await suite.load();
+    let run: Suite | undefined;
+    try {
+      run = await suite.load();
+    } catch (err) {
+      failed.push(suite.name);
+      console.error(`\n[${suite.name}] cannot be loaded:`, err);
+      continue;
+    }
     if (!run) {
       console.log(`\n[${suite.name}] skipped: its module is not there yet`);
       continue;
     }
-    console.log(`\n[${suite.name}] running`);
+    // Other work on the machine moves every figure; the load average says how much there was.
+    console.log(`\n[${suite.name}] running (load average ${loadAverage()})`);
     const started = performance.now();
     try {
       const record = await run();
@@ -70,7 +87,7 @@ async function main(): Promise<number> {
       failed.push(suite.name);
       console.error(`[${suite.name}] failed:`, err);
     }
-    console.log(`[${suite.name}] took ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    console.log(`[${suite.name}] took ${((performance.now() - started) / 1000).toFixed(1)} s (load average now ${loadAverage()})`);
   }
   console.log('\nSummary (medians; a shared, noisy 2-core machine moves these by several percent)\n');
   console.log(rows.length > 0 ? summaryTable(rows) : '(no ratios)');
