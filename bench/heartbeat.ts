@@ -40,7 +40,16 @@ interface Target {
   readonly label: string;
   readonly url: string;
   readonly script: string;
-  readonly runs: WrkResult[];
+  readonly runs: Run[];
+}
+
+/**
+ * A wrk run plus the CPU this process spent per request meanwhile (every thread: the server's
+ * actors, or the bare worker; whatever is idle costs next to nothing). Throughput suffers from
+ * other load on the machine much more than CPU per request does.
+ */
+interface Run extends WrkResult {
+  readonly cpuUsPerRequest: number;
 }
 
 export async function runHeartbeatBench(): Promise<SuiteRecord> {
@@ -86,7 +95,7 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
       for (const target of order) {
         const result = await measure(target, SECONDS);
         target.runs.push(result);
-        console.log(`  round ${round + 1} ${target.label.padEnd(16)} ${formatNumber(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.latencyP50Ms.toFixed(2)} ms  p99 ${result.latencyP99Ms.toFixed(2)} ms`);
+        console.log(`  round ${round + 1} ${target.label.padEnd(16)} ${formatNumber(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.latencyP50Ms.toFixed(2)} ms  p99 ${result.latencyP99Ms.toFixed(2)} ms  cpu ${result.cpuUsPerRequest.toFixed(1)} us/req`);
       }
     }
     return summarize(cases, targets, v2.size);
@@ -98,11 +107,13 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
   }
 }
 
-async function measure(target: Target, seconds: number): Promise<WrkResult> {
+async function measure(target: Target, seconds: number): Promise<Run> {
+  const cpu = process.cpuUsage();
   const result = await runWrk({ url: target.url, script: target.script, threads: THREADS, connections: CONNECTIONS, seconds });
+  const used = process.cpuUsage(cpu);
   // A refused or failed request is answered fast; counting it would flatter the server.
   if (result.errors > 0) throw new Error(`${target.label}: ${result.errors} failed requests of ${result.requests}; the figure would be meaningless`);
-  return result;
+  return { ...result, cpuUsPerRequest: (used.user + used.system) / result.requests };
 }
 
 function summarize(cases: readonly Case[], targets: readonly Target[], targetSize: number): SuiteRecord {
@@ -110,6 +121,7 @@ function summarize(cases: readonly Case[], targets: readonly Target[], targetSiz
   const ratios: RatioRow[] = [];
   const rps = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.requestsPerSecond));
   const p99 = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.latencyP99Ms));
+  const cpu = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.cpuUsPerRequest));
   for (const c of cases) {
     const bareRps = rps(`bare ${c.name}`);
     const subjectRps = rps(`subject ${c.name}`);
@@ -117,6 +129,7 @@ function summarize(cases: readonly Case[], targets: readonly Target[], targetSiz
     record[`${c.name}_bare_req_per_s`] = Math.round(bareRps);
     record[`${c.name}_codec_req_per_s`] = Math.round(rps(`codec ${c.name}`));
     record[`${c.name}_subject_req_per_s`] = Math.round(subjectRps);
+    for (const side of ['bare', 'codec', 'subject']) record[`${c.name}_${side}_cpu_us_per_req`] = Number(cpu(`${side} ${c.name}`).toFixed(1));
     record[`${c.name}_bare_p99_ms`] = Number(p99(`bare ${c.name}`).toFixed(2));
     record[`${c.name}_subject_p99_ms`] = Number(p99(`subject ${c.name}`).toFixed(2));
     ratios.push({
@@ -129,6 +142,10 @@ function summarize(cases: readonly Case[], targets: readonly Target[], targetSiz
       name: `${c.name === 'current' ? 'up-to-date' : 'signed delta'} heartbeat req/s, server / bare + codec`,
       value: subjectRps / rps(`codec ${c.name}`),
       note: 'same JSON work without the manifester hop: what the hop costs',
+    }, {
+      name: `${c.name === 'current' ? 'up-to-date' : 'signed delta'} heartbeat CPU per request, bare / server`,
+      value: cpu(`bare ${c.name}`) / cpu(`subject ${c.name}`),
+      note: 'CPU of all threads per heartbeat: less moved by other load',
     });
   }
   record.ratios = ratios;
