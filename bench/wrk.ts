@@ -83,6 +83,6 @@ export function parseWrkOutput(text: string): WrkResult {
 function percentileMs(text: string, label: string): number {
   const match = new RegExp(`^\\s*${label}\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(text);
   if (!match) return Number.NaN;
-  const scale = { us: 0.001, ms: 1, s: 1000 }[match[2] as 'us' | 'ms' | 's'];
-  return Number(match[1]) * scale;
+  const value = Number(match[1]);
+  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
 }
