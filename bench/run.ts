@@ -1,0 +1,107 @@
+import { availableParallelism, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { printRecord, ratioRows, summaryTable, verdict, type RatioRow } from './report.js';
+
+// `npm run bench [-- suite …]`: runs the suites in order (all of them by default), prints each
+// one's figures as it finishes, then one table of ratios against their goals.
+//
+// The CoAP and agent suites live in their own files, written alongside this one; they are
+// loaded only if they exist, so this entry point works before and after they land.
+
+type Suite = () => Promise<Record<string, unknown>>;
+
+interface SuiteEntry {
+  readonly name: string;
+  load(): Promise<Suite | undefined>;
+}
+
+const SUITES: readonly SuiteEntry[] = [
+  { name: 'heartbeat', load: async () => (await import('./heartbeat.js')).runHeartbeatBench },
+  { name: 'delta', load: async () => (await import('./delta.js')).runDeltaBench },
+  { name: 'coap', load: () => optionalSuite('./coap.js', 'runCoapBench') },
+  { name: 'agent', load: () => optionalSuite('./agent.js', 'runAgentBench') },
+];
+
+/** A suite module that may not exist yet: undefined when it is missing, any other error thrown. */
+async function optionalSuite(specifier: string, exportName: string): Promise<Suite | undefined> {
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(specifier)) as Record<string, unknown>;
+  } catch (err) {
+    // Only the suite's own file being absent means "not there yet"; a suite that is there but
+    // imports something missing names itself as the importer, and that is a real failure.
+    const ownPath = `'${fileURLToPath(new URL(specifier, import.meta.url))}'`;
+    const missing = (err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(ownPath);
+    if (missing) return undefined;
+    throw err;
+  }
+  const run = module[exportName];
+  if (typeof run !== 'function') throw new TypeError(`${specifier} does not export a function ${exportName}`);
+  return run as Suite;
+}
+
+function loadAverage(): string {
+  return `${loadavg().map((n) => n.toFixed(2)).join(' ')} on ${availableParallelism()} cores`;
+}
+
+function selectSuites(args: readonly string[]): SuiteEntry[] {
+  if (args.length === 0) return [...SUITES];
+  const unknown = args.filter((a) => !SUITES.some((s) => s.name === a));
+  if (unknown.length > 0) {
+    throw new RangeError(`unknown suite ${unknown.join(', ')}; choose from ${SUITES.map((s) => s.name).join(', ')}`);
+  }
+  return SUITES.filter((s) => args.includes(s.name));
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(`usage: npm run bench [-- ${SUITES.map((s) => s.name).join(' | ')} …]\nSee bench/README.md for what each number means.`);
+    return 0;
+  }
+  const suites = selectSuites(args);
+  const rows: RatioRow[] = [];
+  const failed: string[] = [];
+  for (const suite of suites) {
+    let run: Suite | undefined;
+    try {
+      run = await suite.load();
+    } catch (err) {
+      failed.push(suite.name);
+      console.error(`\n[${suite.name}] cannot be loaded:`, err);
+      continue;
+    }
+    if (!run) {
+      console.log(`\n[${suite.name}] skipped: its module is not there yet`);
+      continue;
+    }
+    // Other work on the machine moves every figure; the load average says how much there was.
+    console.log(`\n[${suite.name}] running (load average ${loadAverage()})`);
+    const started = performance.now();
+    try {
+      const record = await run();
+      printRecord(suite.name, record);
+      rows.push(...ratioRows(suite.name, record));
+    } catch (err) {
+      // One broken suite must not hide the others' figures.
+      failed.push(suite.name);
+      console.error(`[${suite.name}] failed:`, err);
+    }
+    console.log(`[${suite.name}] took ${((performance.now() - started) / 1000).toFixed(1)} s (load average now ${loadAverage()})`);
+  }
+  console.log('\nSummary (medians; a shared, noisy 2-core machine moves these by several percent)\n');
+  console.log(rows.length > 0 ? summaryTable(rows) : '(no ratios)');
+  const missed = rows.filter((r) => verdict(r) === 'MISS').map((r) => r.name);
+  if (missed.length > 0) console.log(`\nMissed goals: ${missed.join('; ')}`);
+  if (failed.length > 0) console.log(`\nFailed suites: ${failed.join(', ')}`);
+  // A missed goal is a finding, not a crash: only a suite that could not run fails the command.
+  return failed.length > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(2);
+  },
+);
