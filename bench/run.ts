@@ -1,44 +1,23 @@
 import { availableParallelism, loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { printRecord, ratioRows, summaryTable, verdict, type RatioRow } from './report.js';
 
 // `npm run bench [-- suite …]`: runs the suites in order (all of them by default), prints each
 // one's figures as it finishes, then one table of ratios against their goals.
-//
-// The CoAP and agent suites live in their own files, written alongside this one; they are
-// loaded only if they exist, so this entry point works before and after they land.
 
 type Suite = () => Promise<Record<string, unknown>>;
 
 interface SuiteEntry {
   readonly name: string;
-  load(): Promise<Suite | undefined>;
+  load(): Promise<Suite>;
 }
 
 const SUITES: readonly SuiteEntry[] = [
   { name: 'heartbeat', load: async () => (await import('./heartbeat.js')).runHeartbeatBench },
   { name: 'delta', load: async () => (await import('./delta.js')).runDeltaBench },
-  { name: 'coap', load: () => optionalSuite('./coap.js', 'runCoapBench') },
-  { name: 'agent', load: () => optionalSuite('./agent.js', 'runAgentBench') },
+  { name: 'coap', load: async () => (await import('./coap.js')).runCoapBench },
+  { name: 'agent', load: async () => (await import('./agent.js')).runAgentBench },
+  { name: 'soak', load: async () => (await import('./soak.js')).runSoakBench },
 ];
-
-/** A suite module that may not exist yet: undefined when it is missing, any other error thrown. */
-async function optionalSuite(specifier: string, exportName: string): Promise<Suite | undefined> {
-  let module: Record<string, unknown>;
-  try {
-    module = (await import(specifier)) as Record<string, unknown>;
-  } catch (err) {
-    // Only the suite's own file being absent means "not there yet"; a suite that is there but
-    // imports something missing names itself as the importer, and that is a real failure.
-    const ownPath = `'${fileURLToPath(new URL(specifier, import.meta.url))}'`;
-    const missing = (err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && String((err as Error).message).includes(ownPath);
-    if (missing) return undefined;
-    throw err;
-  }
-  const run = module[exportName];
-  if (typeof run !== 'function') throw new TypeError(`${specifier} does not export a function ${exportName}`);
-  return run as Suite;
-}
 
 function loadAverage(): string {
   return `${loadavg().map((n) => n.toFixed(2)).join(' ')} on ${availableParallelism()} cores`;
@@ -63,16 +42,12 @@ async function main(): Promise<number> {
   const rows: RatioRow[] = [];
   const failed: string[] = [];
   for (const suite of suites) {
-    let run: Suite | undefined;
+    let run: Suite;
     try {
       run = await suite.load();
     } catch (err) {
       failed.push(suite.name);
       console.error(`\n[${suite.name}] cannot be loaded:`, err);
-      continue;
-    }
-    if (!run) {
-      console.log(`\n[${suite.name}] skipped: its module is not there yet`);
       continue;
     }
     // Other work on the machine moves every figure; the load average says how much there was.
