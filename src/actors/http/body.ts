@@ -24,8 +24,8 @@ export function readBody(ex: Exchange, req: HttpRequest, limit: number): Promise
         reject(new UpdaterError('BODY_TOO_LARGE', `the body must be at most ${limit} bytes`));
         return;
       }
-      // uWS reuses the chunk's memory after this callback returns: copy it.
-      chunks.push(Buffer.from(new Uint8Array(chunk).slice()));
+      // uWS reuses the chunk's memory after this callback returns: copy it (once).
+      chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
   });
