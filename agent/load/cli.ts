@@ -22,7 +22,7 @@ the server's RSS sampled every second from /metrics. Stops by itself after --dur
   --admin-token-file FILE   read track histories from GET /admin/artifacts (needed for --old-share)
   --soak                    fail (exit 1) when RSS passes --rss-bound-mb or keeps growing
   --rss-bound-mb N          RSS bound for --soak (default 1024)
-  --rss-slope-mb N          allowed RSS growth after warm-up, MB per minute (default 2)
+  --rss-slope-mb N          allowed growth of the RSS floor after warm-up, MB per minute (default 2)
   --json                    print the final report as JSON
 `;
 

@@ -34,9 +34,27 @@ export function rssSlopePerMinute(samples: readonly RssSample[]): number {
   return den === 0 ? 0 : (num / den) * 60;
 }
 
+/**
+ * How fast the floor of RSS rises, in bytes per minute: the samples are cut into three equal
+ * spans and the lowest value of the first is compared with the lowest of the last. A heap that
+ * breathes (V8 grows it, then a major GC gives it back) leaves the floor flat however its
+ * peaks fall; a leak raises it. A plain regression cannot tell the two apart over a short run.
+ */
+export function rssFloorGrowthPerMinute(samples: readonly RssSample[]): number {
+  if (samples.length < 6) return 0;
+  const third = Math.floor(samples.length / 3);
+  const first = samples.slice(0, third);
+  const last = samples.slice(samples.length - third);
+  const floor = (span: readonly RssSample[]) => Math.min(...span.map((s) => s.bytes));
+  const centre = (span: readonly RssSample[]) => (span[0]!.atSeconds + span[span.length - 1]!.atSeconds) / 2;
+  const minutes = (centre(last) - centre(first)) / 60;
+  return minutes > 0 ? (floor(last) - floor(first)) / minutes : 0;
+}
+
 export interface SoakVerdict {
   readonly ok: boolean;
   readonly peakBytes: number;
+  /** Growth of the RSS floor after warm-up (see rssFloorGrowthPerMinute). */
   readonly slopeBytesPerMinute: number;
   readonly reasons: string[];
 }
@@ -53,7 +71,7 @@ export function judgeSoak(samples: readonly RssSample[], boundBytes: number, max
   const last = samples[samples.length - 1]?.atSeconds ?? 0;
   const warmup = Math.max(SOAK_WARMUP_SECONDS, last / 4);
   const steady = samples.filter((s) => s.atSeconds >= warmup);
-  const slope = rssSlopePerMinute(steady);
+  const slope = rssFloorGrowthPerMinute(steady);
   const reasons: string[] = [];
   if (samples.length === 0) reasons.push('no RSS sample could be read from /metrics');
   else if (steady.length < 10) reasons.push(`too short to judge growth: run at least ${Math.ceil(warmup) + 10} s`);
