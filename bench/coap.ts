@@ -110,6 +110,13 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
     manifest_cbor_vs_json: round(sizes.manifest_cbor_bytes! / sizes.manifest_json_bytes!),
   };
   printTable(results);
+  // Rows for the summary table of bench/run.ts, with the goal where it sets one.
+  results.ratios = [
+    { name: 'CoAP heartbeats/s, server / bare node-coap', value: results.coap_vs_bare_ratio as number, goal: { min: 0.8 } },
+    { name: 'CoAP / HTTP heartbeats/s through the server', value: results.coap_vs_http_ratio as number },
+    { name: 'heartbeat bytes, CBOR / JSON', value: results.heartbeat_cbor_vs_json as number },
+    { name: 'manifest bytes, CBOR / JSON', value: results.manifest_cbor_vs_json as number },
+  ];
   return results;
 }
 
