@@ -1,4 +1,4 @@
-import type { HeartbeatOutcome, HeartbeatRequest, Manifest } from '../messages/manifester.js';
+import type { HeartbeatOutcome, HeartbeatRequest } from '../messages/manifester.js';
 import { deserializeError } from '../shared/errors.js';
 
 // Heartbeats that arrive together travel to the manifester together. The datagrams read in
@@ -9,21 +9,22 @@ import { deserializeError } from '../shared/errors.js';
 /** Bounds one message; a larger burst goes as several. */
 const MAX_BATCH = 256;
 
-type Ask = (requests: HeartbeatRequest[]) => Promise<HeartbeatOutcome[]>;
+type Ask<T> = (requests: HeartbeatRequest[]) => Promise<HeartbeatOutcome<T>[]>;
 
-interface Waiting {
+interface Waiting<T> {
   request: HeartbeatRequest;
-  resolve(manifest: Manifest): void;
+  resolve(answer: T): void;
   reject(err: unknown): void;
 }
 
-export class HeartbeatBatcher {
-  private queue: Waiting[] = [];
+/** `T` is what the manifester answers per heartbeat: a Manifest (CoAP) or its JSON text (HTTP). */
+export class HeartbeatBatcher<T> {
+  private queue: Waiting<T>[] = [];
   private scheduled = false;
 
-  constructor(private readonly ask: Ask) {}
+  constructor(private readonly ask: Ask<T>) {}
 
-  heartbeat(request: HeartbeatRequest): Promise<Manifest> {
+  heartbeat(request: HeartbeatRequest): Promise<T> {
     return new Promise((resolve, reject) => {
       this.queue.push({ request, resolve, reject });
       if (!this.scheduled) {
@@ -42,7 +43,7 @@ export class HeartbeatBatcher {
       this.ask(batch.map((w) => w.request)).then(
         (outcomes) => batch.forEach((w, i) => {
           const outcome = outcomes[i];
-          if (outcome && 'manifest' in outcome) w.resolve(outcome.manifest);
+          if (outcome && 'value' in outcome) w.resolve(outcome.value);
           else w.reject(outcome ? deserializeError(outcome.error) : new Error('the manifester answered fewer heartbeats than asked'));
         }),
         (err) => batch.forEach((w) => w.reject(err)),

@@ -11,7 +11,7 @@ t.test('heartbeats asked together go in one message and each gets its own answer
     asked.push(batch);
     return batch.map((r): HeartbeatOutcome => (r.artifact === 'nope'
       ? { error: serializeError(new UpdaterError('ARTIFACT_NOT_FOUND')) }
-      : { manifest: { target_version: r.deviceId } as Manifest }));
+      : { value: { target_version: r.deviceId } as Manifest }));
   });
   const answers = [0, 1, 2, 3].map((n) => batcher.heartbeat(request(n)));
   const settled = await Promise.allSettled(answers);

@@ -1,4 +1,5 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
+import { FastHistogram } from '../../shared/fast-histogram.js';
 
 export interface HttpMetrics {
   /** Returns the function that records the request's end with its status. */
@@ -8,13 +9,9 @@ export interface HttpMetrics {
 }
 
 export function createHttpMetrics(registry: Registry): HttpMetrics {
-  const requests = new Histogram({
-    name: 'updater_http_request_seconds',
-    help: 'HTTP requests by route and status class',
-    labelNames: ['route', 'status'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
-    registers: [registry],
-  });
+  const requests = new FastHistogram('updater_http_request_seconds', 'HTTP requests by route and status class',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5], registry);
+  const recorders = new Map<string, (seconds: number) => void>();
   const reports = new Counter({
     name: 'updater_update_reports_total',
     help: 'Update reports received from devices, by outcome',
@@ -29,10 +26,16 @@ export function createHttpMetrics(registry: Registry): HttpMetrics {
   });
   return {
     startRequest(route) {
-      const started = process.hrtime.bigint();
+      const started = performance.now();
       return (status) => {
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        requests.observe({ route, status: `${Math.floor(status / 100)}xx` }, seconds);
+        const statusClass = `${Math.floor(status / 100)}xx`;
+        const key = `${route} ${statusClass}`;
+        let record = recorders.get(key);
+        if (!record) {
+          record = requests.recorder(key, { route, status: statusClass });
+          recorders.set(key, record);
+        }
+        record((performance.now() - started) / 1000);
       };
     },
     report: (success) => reports.inc({ result: success ? 'success' : 'failure' }),

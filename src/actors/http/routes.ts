@@ -51,12 +51,11 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
 
   // Heartbeats read in one event-loop turn travel to the manifester in one message.
   const heartbeats = new HeartbeatBatcher((batch) =>
-    ctx.call<ManifesterApi, HeartbeatOutcome[]>('manifester', (m) => m.heartbeats(batch), HEARTBEAT_DEADLINE_MS));
+    ctx.call<ManifesterApi, HeartbeatOutcome<string>[]>('manifester', (m) => m.heartbeatsJson(batch), HEARTBEAT_DEADLINE_MS));
 
   route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    const manifest = await heartbeats.heartbeat(validateHeartbeat(parseJson(body)));
-    send(ex, 200, JSON.stringify(manifest));
+    send(ex, 200, await heartbeats.heartbeat(validateHeartbeat(parseJson(body))));
   });
 
   route('post', '/report', 'report', async (ex, req) => {

@@ -1,4 +1,4 @@
-import type { ManifesterApi } from '../../messages/manifester.js';
+import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
 import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
 import { CountLru } from '../../shared/lru.js';
 import { serializeError } from '../../shared/errors.js';
@@ -61,13 +61,8 @@ await runActor(async (ctx) => {
   await admin.boot();
 
   return {
-    heartbeats: async (batch) => batch.map((request) => {
-      try {
-        return { manifest: manifester.heartbeat(request) };
-      } catch (err) {
-        return { error: serializeError(err) };
-      }
-    }),
+    heartbeats: async (batch) => batch.map((request) => answer(() => manifester.heartbeat(request))),
+    heartbeatsJson: async (batch) => batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request)))),
     health: async () => manifester.health(),
     references: async () => ({
       current: tracks.all().map((t) => t.hash),
@@ -84,6 +79,15 @@ await runActor(async (ctx) => {
     drain: async () => watcher.close(),
   } satisfies ManifesterApi;
 });
+
+/** One outcome of a batch: a thrown decision error travels as data beside the other answers. */
+function answer<T>(decide: () => T): HeartbeatOutcome<T> {
+  try {
+    return { value: decide() };
+  } catch (err) {
+    return { error: serializeError(err) };
+  }
+}
 
 /** Asks the store for missing files once per file, however many heartbeats want it. */
 function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): void } {

@@ -22,6 +22,13 @@ export interface StoreRequests {
 /** Answers heartbeats from the track table and the store replica (spec 3.1). */
 export class Manifester {
   private readonly warned = new CountLru<string, number>(1024);
+  /**
+   * The unsigned answers of a track, built once. A track is replaced by a new object when it
+   * changes, so these go with the old object and are never stale.
+   */
+  private readonly unsigned = new WeakMap<Track, { noUpdate: Manifest; retryLater: Manifest }>();
+  /** Every answer is a long-lived object (above, or the signed-manifest LRU): its JSON is kept beside it. */
+  private readonly jsonOf = new WeakMap<Manifest, string>();
 
   constructor(
     private readonly config: Config,
@@ -81,12 +88,32 @@ export class Manifester {
     };
   }
 
+  /** The JSON body of interface.md for an answer of `heartbeat`, serialized once per answer. */
+  json(manifest: Manifest): string {
+    let text = this.jsonOf.get(manifest);
+    if (text === undefined) {
+      text = JSON.stringify(manifest);
+      this.jsonOf.set(manifest, text);
+    }
+    return text;
+  }
+
+  private unsignedFor(track: Track): { noUpdate: Manifest; retryLater: Manifest } {
+    let answers = this.unsigned.get(track);
+    if (!answers) {
+      const noUpdate = this.base(track);
+      answers = { noUpdate, retryLater: { ...noUpdate, update_available: true, retry_after: this.config.manifest.retryAfterSeconds } };
+      this.unsigned.set(track, answers);
+    }
+    return answers;
+  }
+
   private noUpdate(track: Track): Manifest {
-    return this.base(track);
+    return this.unsignedFor(track).noUpdate;
   }
 
   private retryLater(track: Track): Manifest {
-    return { ...this.base(track), update_available: true, retry_after: this.config.manifest.retryAfterSeconds };
+    return this.unsignedFor(track).retryLater;
   }
 
   private signedDelta(track: Track, from: string, delta: TransferInfo): Manifest {
