@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { parseTrackKey, trackKey } from '../src/shared/artifact-key.js';
-import { ConfigError, int, isMap, refuseUnknown, str, type Node } from '../src/shared/config/fields.js';
+import { ConfigError, int, isMap, readYamlFile, refuseUnknown, str, type Node } from '../src/shared/config/fields.js';
 import { parseDuration } from '../src/shared/duration.js';
 import { isLogLevel, type LogLevel } from '../src/shared/logger.js';
 
@@ -57,19 +55,7 @@ const KEYS = ['device_id', 'artifact', 'public_key', 'http_url', 'coap_url', 'pr
   'download_deadline', 'request_timeout', 'checkpoint_kb'] as const;
 
 export function loadAgentConfigFile(path: string): AgentConfig {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError('--config', `cannot read ${path}: ${(err as Error).message}`);
-  }
-  let doc: unknown;
-  try {
-    doc = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
-  } catch (err) {
-    throw new ConfigError('--config', `${path} is not valid YAML: ${(err as Error).message}`);
-  }
-  return validateAgentConfig(doc, resolve(path));
+  return validateAgentConfig(readYamlFile(path), resolve(path));
 }
 
 function url(node: Node, key: string, scheme: 'http:' | 'coap:'): string | undefined {

@@ -2,7 +2,6 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -10,6 +9,7 @@ import { generate } from 'coap-packet';
 import { stringify } from 'yaml';
 import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../src/actors/coap/codec.js';
 import { writePrivateKeyFile } from '../src/shared/signing.js';
+import { freePort } from '../test/helpers/fixture.js';
 import { coapLoad, peakRss, sleep, type LoadResult } from './coap-load.js';
 
 // CoAP heartbeats per second through the whole server (front-end thread → manifester thread
@@ -41,7 +41,7 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
   await writeFile(v1, base);
   await writeFile(v2, Buffer.concat([base, randomBytes(4096)]));
   await writePrivateKeyFile(join(dir, 'signing.key'));
-  const httpPort = await freeTcpPort();
+  const httpPort = await freePort();
   const coapPort = await freeUdpPort();
   const configPath = join(dir, 'updater.yaml');
   await writeFile(configPath, stringify({
@@ -225,17 +225,6 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
   await exited;
   clearTimeout(timer);
-}
-
-function freeTcpPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 function freeUdpPort(): Promise<number> {

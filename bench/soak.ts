@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +8,7 @@ import { stringify } from 'yaml';
 import { runLoad } from '../agent/load/run.js';
 import { readServerRss } from '../agent/load/rss.js';
 import { writePrivateKeyFile } from '../src/shared/signing.js';
+import { freePort } from '../test/helpers/fixture.js';
 
 // The soak of issue 6: 10,000 simulated devices (30 % over CoAP) over 50 tracks with 5
 // superseded versions each, for a bounded time, against the server in its own process. RSS is sampled every
@@ -130,15 +130,4 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promis
     if (Date.now() - started > timeoutMs) throw new Error('the server did not come up');
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const address = s.address();
-      s.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }

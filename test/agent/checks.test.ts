@@ -1,4 +1,4 @@
-import { readFile, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import t from 'tap';
 import { expectExit, logged, makeDevice, type AgentRun } from '../helpers/agent.js';
 import { firmware, makeFixture, nextVersion, sha256Hex } from '../helpers/fixture.js';

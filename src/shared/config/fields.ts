@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { parseDuration } from '../duration.js';
 
 // Small readers for one YAML node each. Every failure names the full key path so an
@@ -76,4 +78,19 @@ export function hostPort(value: unknown, key: string): { host: string; port: num
   const port = match ? Number(match[3]) : NaN;
   if (!match || port > 65535) throw new ConfigError(key, `must be host:port (got ${JSON.stringify(value)})`);
   return { host: (match[1] ?? match[2])!, port };
+}
+
+/** Reads a YAML configuration file; a missing file or bad YAML is a ConfigError on --config. */
+export function readYamlFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError('--config', `cannot read ${path}: ${(err as Error).message}`);
+  }
+  try {
+    return parseYaml(text, { prettyErrors: true, uniqueKeys: true });
+  } catch (err) {
+    throw new ConfigError('--config', `${path} is not valid YAML: ${(err as Error).message}`);
+  }
 }

@@ -1,9 +1,8 @@
 import { accessSync, constants as fsc, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { parseTrackKey, trackIdProblem, trackKey } from '../artifact-key.js';
 import { isLogLevel } from '../logger.js';
-import { ConfigError, bool, duration, hostPort, int, isMap, refuseUnknown, section, str, type Node } from './fields.js';
+import { ConfigError, bool, readYamlFile, duration, hostPort, int, isMap, refuseUnknown, section, str, type Node } from './fields.js';
 import type { ArtifactConfig, Config } from './types.js';
 
 export { ConfigError } from './fields.js';
@@ -15,19 +14,7 @@ const MB = 1024 * 1024;
 
 /** Reads, validates and freezes the configuration; throws ConfigError naming the key. */
 export function loadConfigFile(path: string): Config {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError('--config', `cannot read ${path}: ${(err as Error).message}`);
-  }
-  let doc: unknown;
-  try {
-    doc = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
-  } catch (err) {
-    throw new ConfigError('--config', `${path} is not valid YAML: ${(err as Error).message}`);
-  }
-  return validateConfig(doc, resolve(path));
+  return validateConfig(readYamlFile(path), resolve(path));
 }
 
 export function validateConfig(doc: unknown, configPath: string): Config {
