@@ -9,6 +9,7 @@ import { generate } from 'coap-packet';
 import { stringify } from 'yaml';
 import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../src/actors/coap/codec.js';
 import { writePrivateKeyFile } from '../src/shared/signing.js';
+import { freeUdpPort } from '../test/helpers/coap.js';
 import { freePort } from '../test/helpers/fixture.js';
 import { coapLoad, peakRss, sleep, type LoadResult } from './coap-load.js';
 
@@ -225,17 +226,6 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
   await exited;
   clearTimeout(timer);
-}
-
-function freeUdpPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = createSocket('udp4');
-    socket.once('error', reject);
-    socket.bind(0, '127.0.0.1', () => {
-      const { port } = socket.address();
-      socket.close(() => resolve(port));
-    });
-  });
 }
 
 function sha256(bytes: Buffer): string {

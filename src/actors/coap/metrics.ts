@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { createDeviceCounters } from '../device-metrics.js';
 
 export interface CoapMetrics {
   /** Returns the function that records the request's end with its response code. */
@@ -27,19 +28,7 @@ export function createCoapMetrics(registry: Registry, gauges: CoapGauges): CoapM
     labelNames: ['reason'],
     registers: [registry],
   });
-  // Same names and labels as the HTTP front-end's: the supervisor adds them up.
-  const reports = new Counter({
-    name: 'updater_update_reports_total',
-    help: 'Update reports received from devices, by outcome',
-    labelNames: ['result'],
-    registers: [registry],
-  });
-  const bytes = new Counter({
-    name: 'updater_transfer_bytes_total',
-    help: 'Bytes of deltas and compressed binaries sent to devices',
-    labelNames: ['kind', 'transport'],
-    registers: [registry],
-  });
+  const device = createDeviceCounters(registry, 'coap');
   new Gauge({
     name: 'updater_coap_in_flight',
     help: 'CoAP requests being answered (bounded by coap.max_in_flight)',
@@ -65,7 +54,7 @@ export function createCoapMetrics(registry: Registry, gauges: CoapGauges): CoapM
       };
     },
     dropped: (reason) => dropped.inc({ reason }),
-    report: (success) => reports.inc({ result: success ? 'success' : 'failure' }),
-    transferred: (kind, n) => bytes.inc({ kind, transport: 'coap' }, n),
+    report: device.report,
+    transferred: device.transferred,
   };
 }

@@ -1,4 +1,5 @@
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { createDeviceCounters } from '../device-metrics.js';
 import { FastHistogram } from '../../shared/fast-histogram.js';
 
 export interface HttpMetrics {
@@ -12,18 +13,7 @@ export function createHttpMetrics(registry: Registry): HttpMetrics {
   const requests = new FastHistogram('updater_http_request_seconds', 'HTTP requests by route and status class',
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5], registry);
   const recorders = new Map<string, (seconds: number) => void>();
-  const reports = new Counter({
-    name: 'updater_update_reports_total',
-    help: 'Update reports received from devices, by outcome',
-    labelNames: ['result'],
-    registers: [registry],
-  });
-  const bytes = new Counter({
-    name: 'updater_transfer_bytes_total',
-    help: 'Bytes of deltas and compressed binaries sent to devices',
-    labelNames: ['kind', 'transport'],
-    registers: [registry],
-  });
+  const device = createDeviceCounters(registry, 'http');
   return {
     startRequest(route) {
       const started = performance.now();
@@ -38,7 +28,7 @@ export function createHttpMetrics(registry: Registry): HttpMetrics {
         record((performance.now() - started) / 1000);
       };
     },
-    report: (success) => reports.inc({ result: success ? 'success' : 'failure' }),
-    transferred: (kind, n) => bytes.inc({ kind, transport: 'http' }, n),
+    report: device.report,
+    transferred: device.transferred,
   };
 }

@@ -1,3 +1,4 @@
+import type { TrackView } from '../../messages/manifester.js';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, isAbsolute } from 'node:path';
 import { trackIdProblem, trackKey } from '../../shared/artifact-key.js';
@@ -31,18 +32,7 @@ interface StateDocument {
   saved_at: string;
   default: string;
   config_default: string;
-  tracks: {
-    artifact: string;
-    name: string;
-    os: string;
-    arch: string;
-    version: string;
-    hash: string;
-    size: number;
-    source: 'config' | 'api';
-    binary: string;
-    history: string[];
-  }[];
+  tracks: TrackView[];
 }
 
 export function encodeState(state: PersistedState): string {
