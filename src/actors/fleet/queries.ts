@@ -141,10 +141,14 @@ export async function deviceWithReports(db: Kysely<Database>, deviceId: string):
 export async function summary(db: Kysely<Database>, artifact: string, nowMs: number): Promise<FleetSummary> {
   const versions = await db.selectFrom('fleet_versions').select(['version_hash', 'version', 'devices'])
     .where('artifact', '=', artifact).where('devices', '>', 0).execute();
-  const outcomes = await db.selectFrom('reports').innerJoin('devices', 'devices.device_id', 'reports.device_id')
-    .select((eb) => ['reports.success', eb.fn.countAll<number>().as('n')])
-    .where('devices.artifact', '=', artifact).where('reports.received_at', '>=', seconds(nowMs) - DAY_SECONDS)
-    .groupBy('reports.success').execute();
+  // Driven by the day's reports (an index range), each checked against its device's track by
+  // primary key: a join let SQLite walk every device of the track instead (1.4 s at a million).
+  const outcomes = await db.selectFrom('reports')
+    .select((eb) => ['success', eb.fn.countAll<number>().as('n')])
+    .where('received_at', '>=', seconds(nowMs) - DAY_SECONDS)
+    .where((eb) => eb.exists(eb.selectFrom('devices').select('devices.device_id')
+      .whereRef('devices.device_id', '=', 'reports.device_id').where('devices.artifact', '=', artifact)))
+    .groupBy('success').execute();
   const list = versions.map((v) => ({ version_hash: v.version_hash, version: v.version ?? '', devices: Number(v.devices) }))
     .sort((a, b) => b.devices - a.devices || (a.version_hash < b.version_hash ? -1 : 1));
   const count = (success: number) => Number(outcomes.find((o) => o.success === success)?.n ?? 0);
