@@ -2,7 +2,8 @@ import t from 'tap';
 import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
 import { adminCall, eventually } from '../helpers/admin.js';
 import { startCoapTestServer } from '../helpers/coap.js';
-import { createTestDatabase, ENGINES } from '../helpers/databases.js';
+import type { Engine } from '../../src/shared/database/schema.js';
+import { createTestDatabase } from '../helpers/databases.js';
 import { firmware, makeFixture, randomHash } from '../helpers/fixture.js';
 import { metricValue, postJson } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
@@ -13,7 +14,8 @@ import { startTestServer } from '../helpers/server.js';
 
 const ids = ['dev-c', 'dev-a', 'dev-e', 'dev-b', 'dev-d'];
 
-for (const engine of ENGINES) {
+/** One engine per test file, so that each stays inside the per-file timeout on a loaded machine. */
+export function inventoryCase(engine: Engine): void {
   t.test(`${engine}: the inventory records, lists and summarizes the fleet`, async (t) => {
     const fixture = await makeFixture();
     const database = await createTestDatabase(engine, fixture.dir);
@@ -104,13 +106,15 @@ for (const engine of ENGINES) {
   });
 }
 
-t.test('with fleet.enabled false the server answers devices and the fleet calls say so', async (t) => {
-  const fixture = await makeFixture();
-  t.teardown(() => fixture.cleanup());
-  const binary = await fixture.writeBinary('app.bin', firmware(1024, 'off'));
-  const server = await startTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: binary.path }], { fleet: { enabled: false } });
-  t.teardown(() => server.stop());
-  t.equal((await postJson(`${server.url}/heartbeat`, { device_id: 'x', version_hash: randomHash() })).status, 200);
-  t.match(await adminCall(server.url, 'GET', '/admin/devices'), { status: 404, json: { error: { code: 'FLEET_DISABLED' } } });
-  t.match(await adminCall(server.url, 'GET', '/admin/fleet?artifact=app'), { status: 404, json: { error: { code: 'FLEET_DISABLED' } } });
-});
+export function fleetDisabledCase(): void {
+  t.test('with fleet.enabled false the server answers devices and the fleet calls say so', async (t) => {
+    const fixture = await makeFixture();
+    t.teardown(() => fixture.cleanup());
+    const binary = await fixture.writeBinary('app.bin', firmware(1024, 'off'));
+    const server = await startTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: binary.path }], { fleet: { enabled: false } });
+    t.teardown(() => server.stop());
+    t.equal((await postJson(`${server.url}/heartbeat`, { device_id: 'x', version_hash: randomHash() })).status, 200);
+    t.match(await adminCall(server.url, 'GET', '/admin/devices'), { status: 404, json: { error: { code: 'FLEET_DISABLED' } } });
+    t.match(await adminCall(server.url, 'GET', '/admin/fleet?artifact=app'), { status: 404, json: { error: { code: 'FLEET_DISABLED' } } });
+  });
+}
