@@ -25,6 +25,8 @@ export const ERRORS = {
   DELTA_TOO_LARGE: { http: 409, coap: '4.09', message: 'a binary of the pair exceeds store.delta_max_source_mb' },
   SOURCE_UNREADABLE: { http: 422, coap: '4.22', message: 'the binary file cannot be read' },
   STORE_CORRUPT: { http: 500, coap: '5.00', message: 'a stored file does not match its content hash' },
+  STORE_FULL: { http: 507, coap: '5.03', message: 'the store has no space left; the change was not applied' },
+  STORE_READ_ONLY: { http: 503, coap: '5.03', message: 'the store is read-only; the change was not applied' },
   DIFF_FAILED: { http: 500, coap: '5.00', message: 'delta generation failed' },
   ACTOR_TIMEOUT: { http: 503, coap: '5.03', message: 'an internal component did not answer in time' },
   ACTOR_UNAVAILABLE: { http: 503, coap: '5.03', message: 'an internal component is restarting' },
