@@ -23,6 +23,7 @@ export const ERRORS = {
   BODY_TOO_LARGE: { http: 413, coap: '4.13', message: 'the request body is larger than allowed' },
   UNSUPPORTED_MEDIA_TYPE: { http: 415, coap: '4.15', message: 'the request body must be application/json' },
   DELTA_TOO_LARGE: { http: 409, coap: '4.09', message: 'a binary of the pair exceeds store.delta_max_source_mb' },
+  PUBLISH_PATH_FORBIDDEN: { http: 403, coap: '4.03', message: 'the binary path is outside store.publish_roots or is one of the server\'s own files' },
   SOURCE_UNREADABLE: { http: 422, coap: '4.22', message: 'the binary file cannot be read' },
   STORE_CORRUPT: { http: 500, coap: '5.00', message: 'a stored file does not match its content hash' },
   STORE_FULL: { http: 507, coap: '5.03', message: 'the store has no space left; the change was not applied' },

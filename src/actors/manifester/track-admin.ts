@@ -9,6 +9,7 @@ import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { KeyedQueues, SerialQueue } from './serial.js';
 import type { SignedManifests } from './signer.js';
+import { checkPublishPath } from './publish-paths.js';
 import { readState, sameState, writeState, type PersistedState } from './state-file.js';
 import type { Track, TrackTable } from './tracks.js';
 
@@ -193,8 +194,11 @@ export class TrackAdmin {
   }
 
   private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history'>): Promise<PublishOutcome> {
-    await assertRegularFile(next.binary);
-    const binary = await this.deps.store.registerBinary(next.binary);
+    // A path the configuration names is the operator's own; any other came through the API.
+    const configured = this.deps.config.artifacts.find((a) => a.key === next.key)?.binary;
+    const readPath = next.binary === configured ? next.binary : await checkPublishPath(next.binary, this.deps.config);
+    await assertRegularFile(readPath);
+    const binary = await this.deps.store.registerBinary(readPath);
     return this.changeTable(() => {
       const { tracks, signed, log, config } = this.deps;
       const before = tracks.get(next.key);
