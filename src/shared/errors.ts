@@ -19,6 +19,8 @@ export const ERRORS = {
   ARTIFACT_NOT_FOUND: { http: 404, coap: '4.04', message: 'the artifact track is unknown' },
   DELTA_NOT_FOUND: { http: 404, coap: '4.04', message: 'no finished delta exists for that pair' },
   BINARY_NOT_FOUND: { http: 404, coap: '4.04', message: 'no compressed binary exists for that hash' },
+  UNSUPPORTED_CRITICAL_OPTION: { http: 400, coap: '4.02', message: 'the request carries a critical CoAP option this server does not implement' },
+  PROXYING_NOT_SUPPORTED: { http: 502, coap: '5.05', message: 'this server is not a proxy' },
   METHOD_NOT_ALLOWED: { http: 405, coap: '4.05', message: 'method not allowed on this path' },
   BODY_TOO_LARGE: { http: 413, coap: '4.13', message: 'the request body is larger than allowed' },
   UNSUPPORTED_MEDIA_TYPE: { http: 415, coap: '4.15', message: 'the request body must be application/json' },

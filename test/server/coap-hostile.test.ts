@@ -85,6 +85,23 @@ t.test('hostile input over CoAP', async (t) => {
     t.equal(response.code, '4.15');
   });
 
+  await t.test('conformance: a ping gets a Reset, unknown critical options 4.02, Proxy-Uri 5.05', async (t) => {
+    const prober = new CoapClient(s.coapPort);
+    t.teardown(() => prober.close());
+    await prober.sendRaw(Buffer.from([0x40, 0x00, 0xbe, 0xef]));
+    const started = Date.now();
+    while (prober.received.length === 0 && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 20));
+    t.same(prober.received.map((r) => [...r.raw]), [[0x70, 0x00, 0xbe, 0xef]], 'a 4-byte Reset with the same message ID');
+    const critical = Buffer.from('c0c0', 'hex');
+    const withCritical = requestDatagram({ method: 'POST', path: '/heartbeat', payload: heartbeatCbor(v2.hash), contentFormat: 60, token: critical, extraOptions: [{ name: '65001', value: Buffer.from([1]) }] });
+    const refused = await s.client.exchange(withCritical, critical);
+    t.equal(refused.code, '4.02');
+    t.match(refused.payload.toString(), /^UNSUPPORTED_CRITICAL_OPTION/);
+    const proxied = Buffer.from('c1c1', 'hex');
+    const viaProxy = await s.client.exchange(requestDatagram({ method: 'GET', path: `/binary/${v2.hash}`, token: proxied, extraOptions: [{ name: 'Proxy-Uri', value: Buffer.from('coap://elsewhere/x') }] }), proxied);
+    t.equal(viaProxy.code, '5.05');
+  });
+
   await t.test('a retransmitted confirmable request is answered from the duplicate cache, not processed twice', async (t) => {
     const before = metricValue(await metrics(), 'updater_manifest_decisions_total', { row: '2' });
     const token = Buffer.from('d0d0d0d0', 'hex');
