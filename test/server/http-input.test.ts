@@ -89,5 +89,5 @@ t.test('health lists every track', async (t) => {
   ], { default_artifact: 'tool' });
   t.teardown(() => server.stop());
   const health = await (await fetch(`${server.url}/health`)).json();
-  t.same(health, { status: 'ok', artifacts: { 'app/linux/arm64': { version: '1.4.0', hash: a.hash }, tool: { version: '0.1', hash: b.hash } } });
+  t.same(health, { status: 'ok', store: 'writable', artifacts: { 'app/linux/arm64': { version: '1.4.0', hash: a.hash }, tool: { version: '0.1', hash: b.hash } } });
 });
