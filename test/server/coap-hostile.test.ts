@@ -100,6 +100,15 @@ t.test('hostile input over CoAP', async (t) => {
     const proxied = Buffer.from('c1c1', 'hex');
     const viaProxy = await s.client.exchange(requestDatagram({ method: 'GET', path: `/binary/${v2.hash}`, token: proxied, extraOptions: [{ name: 'Proxy-Uri', value: Buffer.from('coap://elsewhere/x') }] }), proxied);
     t.equal(viaProxy.code, '5.05');
+    // A 5-byte POST with an empty Observe option and no path: a client mistake, answered 4.xx
+    // in fewer than 3 times its bytes (node-coap alone answered a 54-byte 5.00).
+    const before = prober.received.length;
+    await prober.sendRaw(Buffer.from([0x40, 0x02, 0x00, 0x01, 0x60]));
+    const since = Date.now();
+    while (prober.received.length === before && Date.now() - since < 10_000) await new Promise((r) => setTimeout(r, 20));
+    const answer = prober.received[before];
+    t.match(answer?.code, /^4\./, 'a client mistake is 4.xx');
+    t.ok(answer && answer.raw.length <= 3 * 5, `answered in ${answer?.raw.length} bytes`);
   });
 
   await t.test('a retransmitted confirmable request is answered from the duplicate cache, not processed twice', async (t) => {

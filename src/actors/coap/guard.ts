@@ -41,6 +41,10 @@ export function inspectDatagram(datagram: Buffer): DatagramVerdict {
     return { kind: 'ping', messageId: packet.messageId };
   }
   if (!isRequest(packet)) return { kind: 'pass', packet };
+  // Observe (RFC 7641) is elective and this server offers no observable resource, so it is
+  // ignored, as an elective option may be. node-coap would otherwise refuse it on a POST with
+  // a 5.00 carrying its own 50-byte message: a server error, ten times the request's size.
+  if (packet.options.some((o) => optionNumber(o.name) === OBSERVE)) packet.options = packet.options.filter((o) => optionNumber(o.name) !== OBSERVE);
   const refusal = optionRefusal(packet);
   if (refusal) {
     packet.options = packet.options.filter((o) => RECOGNIZED.has(optionNumber(o.name)) || optionNumber(o.name) % 2 === 0);
@@ -68,6 +72,7 @@ function isRequest(packet: ParsedPacket): boolean {
  */
 const RECOGNIZED = new Set([3, 7, 11, 15, 17, 23, 27]);
 const PROXY_OPTIONS = new Set([35, 39]);
+const OBSERVE = 6;
 
 function optionNumber(name: string | number): number {
   return typeof name === 'number' ? name : OPTION_NUMBERS[name] ?? Number.parseInt(name, 10);

@@ -42,3 +42,9 @@ t.test('critical options the server does not implement are refused, proxy reques
   t.equal(inspectDatagram(request(Buffer.from([0xa0]), [{ name: '65000', value: Buffer.from([1]) }])).kind, 'pass', 'an unknown elective option is ignored');
   t.equal(inspectDatagram(request(Buffer.from([0xa0]), [{ name: 'Uri-Query', value: Buffer.from('a=b') }])).kind, 'pass');
 });
+
+t.test('Observe is ignored: this server has nothing to observe', async (t) => {
+  const verdict = inspectDatagram(Buffer.from([0x40, 0x02, 0x00, 0x01, 0x60]));
+  t.equal(verdict.kind, 'pass');
+  t.same(verdict.kind === 'pass' && verdict.packet.options, [], 'the empty Observe option is gone');
+});
