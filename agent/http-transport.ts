@@ -1,3 +1,4 @@
+import { Agent, fetch, type RequestInit, type Response } from 'undici';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import type { ReportWire } from './state.js';
 import { transportError, type DownloadSink, type HeartbeatWire, type Transport } from './transport.js';
@@ -9,11 +10,16 @@ const MAX_MANIFEST_BYTES = 64 * 1024;
 
 export class HttpTransport implements Transport {
   readonly name = 'http' as const;
-  constructor(private readonly baseUrl: string) {}
+  /** Connections of this transport; with a CA file, only certificates that chain to it are accepted. */
+  private readonly dispatcher: Agent;
+
+  constructor(private readonly baseUrl: string, caCertificates?: string) {
+    this.dispatcher = new Agent(caCertificates ? { connect: { ca: caCertificates } } : {});
+  }
 
   private async request(path: string, init: RequestInit, what: string): Promise<Response> {
     try {
-      return await fetch(`${this.baseUrl}${path}`, init);
+      return await fetch(`${this.baseUrl}${path}`, { ...init, dispatcher: this.dispatcher });
     } catch (err) {
       // An abort carrying our own reason (too slow, too large) is not a transport problem.
       if (isUpdaterError(init.signal?.reason)) throw init.signal!.reason;
@@ -105,5 +111,7 @@ export class HttpTransport implements Transport {
     }
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
 }

@@ -32,7 +32,8 @@ export interface AdminDeps {
   isDraining(): boolean;
 }
 
-export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
+/** The admin routes on each admin listener; one token bucket and one failure counter for all. */
+export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDeps): void {
   const { ctx, metrics } = deps;
   const { admin } = ctx.config;
   const auth = new AdminAuth(admin.token, admin.authFailureBurst, admin.authFailureRefillPerSecond);
@@ -49,7 +50,7 @@ export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
 
   /** Authenticates, then reads the body (when the method has one) and runs the handler. */
   const route = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => {
-    app[method](path, (res: HttpResponse, req: HttpRequest) => {
+    for (const app of apps) app[method](path, (res: HttpResponse, req: HttpRequest) => {
       const ex = exchange(res);
       const stop = metrics.startRequest(name);
       const finish = () => stop(ex.status ?? 499);
