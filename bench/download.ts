@@ -132,7 +132,7 @@ function summarize(targets: readonly Target[], size: number): SuiteRecord {
     const bare = of(`bare ${where}`);
     const failed = server.runs.reduce((sum, r) => sum + r.errors, 0);
     ratios.push(roundRatioRow(`20 MiB whole download MiB/s, server ${where === 'hot' ? 'hot cache' : 'from disk'} / bare uWS ${where === 'hot' ? 'memory' : 'disk'}`,
-      mibps(server), mibps(bare), { goal: { min: GOAL_MIN_RATIO }, note: failed > 0 ? `${failed} wrk requests failed or timed out` : 'every wrk request completed' }));
+      mibps(server), mibps(bare), { goal: { min: GOAL_MIN_RATIO }, note: wrkNote(server, failed) }));
     ratios.push({
       name: `20 MiB whole downloads complete and correct (curl), server ${where === 'hot' ? 'hot cache' : 'from disk'}`,
       value: server.complete / Math.max(1, server.complete + server.incomplete.length),
