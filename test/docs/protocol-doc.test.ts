@@ -1,4 +1,6 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import t from 'tap';
 import { HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
@@ -17,6 +19,27 @@ t.test('the example bytes are what the server\'s encoders and signer produce', a
   for (const [name, value] of Object.entries(protocolExamples())) {
     t.ok(compact.includes(value.replace(/\s+/g, '')), `${name} is shown (regenerate with: node dist/test/docs/protocol-examples.js)`);
   }
+});
+
+t.test('the signature example verifies with the OpenSSL recipe the doc gives', async (t) => {
+  const doc = await readDoc('docs/protocol.md');
+  const field = (name: string) => new RegExp(`^${name}\\s+([0-9a-f]+)$`, 'm').exec(doc)?.[1] ?? '';
+  const prefix = /DER prefix `([0-9a-f]+)`/.exec(doc)?.[1] ?? '';
+  const dir = await mkdtemp(join(tmpdir(), 'updater-doc-sig-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'msg.bin'), Buffer.from(field('message'), 'hex'));
+  await writeFile(join(dir, 'sig.bin'), Buffer.from(field('signature'), 'hex'));
+  await writeFile(join(dir, 'pub.der'), Buffer.from(prefix + field('public key'), 'hex'));
+  t.equal(field('message'), field('target_hash') + field('delta_hash'), 'message = target_hash || delta_hash');
+  execFileSync('openssl', ['pkey', '-pubin', '-inform', 'DER', '-in', join(dir, 'pub.der'), '-out', join(dir, 'pub.pem')]);
+  const out = execFileSync('openssl', ['pkeyutl', '-verify', '-pubin', '-inkey', join(dir, 'pub.pem'), '-rawin',
+    '-in', join(dir, 'msg.bin'), '-sigfile', join(dir, 'sig.bin')], { encoding: 'utf8' });
+  t.match(out, /Signature Verified Successfully/);
+  const flipped = Buffer.from(field('signature'), 'hex');
+  flipped[0] = flipped[0]! ^ 1;
+  await writeFile(join(dir, 'sig.bin'), flipped);
+  t.throws(() => execFileSync('openssl', ['pkeyutl', '-verify', '-pubin', '-inkey', join(dir, 'pub.pem'), '-rawin',
+    '-in', join(dir, 'msg.bin'), '-sigfile', join(dir, 'sig.bin')], { stdio: 'pipe' }), 'a changed signature does not verify');
 });
 
 t.test('the CBOR key tables are the codec\'s', async (t) => {
