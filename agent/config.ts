@@ -1,6 +1,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
 import { parseTrackKey, trackKey } from '../src/shared/artifact-key.js';
-import { ConfigError, int, isMap, readYamlFile, refuseUnknown, str, type Node } from '../src/shared/config/fields.js';
+import { ConfigError, int, isMap, readTextFile, readYamlFile, refuseUnknown, str, type Node } from '../src/shared/config/fields.js';
 import { parseDuration } from '../src/shared/duration.js';
 import { isLogLevel, type LogLevel } from '../src/shared/logger.js';
 
@@ -19,6 +20,8 @@ export interface AgentConfig {
   readonly artifact: string;
   readonly publicKey: string;
   readonly httpUrl?: string;
+  /** PEM certificates the HTTPS server's chain must end in, instead of Node's built-in roots. */
+  readonly caCertificates?: string;
   readonly coapUrl?: string;
   readonly primary: TransportName;
   readonly slotDir: string;
@@ -52,7 +55,7 @@ export interface AgentConfig {
 const KEYS = ['device_id', 'artifact', 'public_key', 'http_url', 'coap_url', 'primary', 'slot_dir', 'interval',
   'restart_command', 'log_level', 'health_check_tries', 'health_check_delay', 'max_boot_attempts', 'download_attempts',
   'retry_base', 'retry_max', 'disk_full_backoff', 'restart_cooldown', 'min_throughput_bps', 'throughput_window',
-  'download_deadline', 'request_timeout', 'checkpoint_kb'] as const;
+  'download_deadline', 'request_timeout', 'checkpoint_kb', 'ca_file'] as const;
 
 export function loadAgentConfigFile(path: string): AgentConfig {
   return validateAgentConfig(readYamlFile(path), resolve(path));
@@ -71,6 +74,22 @@ function url(node: Node, key: string, scheme: 'http:' | 'coap:'): string | undef
   if (!allowed.includes(parsed.protocol)) throw new ConfigError(key, `must use ${allowed.join(' or ')} (got ${parsed.protocol})`);
   if ((parsed.pathname !== '/' && parsed.pathname !== '') || parsed.search || parsed.hash) throw new ConfigError(key, 'must be a base address without a path');
   return text.replace(/\/+$/, '');
+}
+
+/** The CA file is read and parsed now, so a wrong path fails the start and not the first heartbeat. */
+function caCertificates(node: Node, base: string, httpUrl: string | undefined): string | undefined {
+  const text = str(node, 'ca_file', '');
+  if (text === undefined) return undefined;
+  if (!httpUrl?.startsWith('https:')) throw new ConfigError('ca_file', 'needs an https:// http_url (it verifies the HTTPS server)');
+  const path = isAbsolute(text) ? text : resolve(base, text);
+  const pem = readTextFile(path, 'ca_file');
+  try {
+    createSecureContext({ ca: pem });
+  } catch (err) {
+    throw new ConfigError('ca_file', `${path} holds no usable PEM certificate: ${(err as Error).message}`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError('ca_file', `${path} holds no PEM certificate`);
+  return pem;
 }
 
 function duration(node: Node, key: string, fallback: string, minMs = 1): number {
@@ -108,6 +127,7 @@ export function validateAgentConfig(doc: unknown, configPath: string): AgentConf
 
   const httpUrl = url(doc, 'http_url', 'http:');
   const coapUrl = url(doc, 'coap_url', 'coap:');
+  const ca = caCertificates(doc, base, httpUrl);
   const primary = doc.primary ?? (httpUrl ? 'http' : 'coap');
   if (primary !== 'http' && primary !== 'coap') throw new ConfigError('primary', 'must be http or coap');
   if (primary === 'http' && !httpUrl) throw new ConfigError('http_url', 'is required when primary is http');
@@ -127,6 +147,7 @@ export function validateAgentConfig(doc: unknown, configPath: string): AgentConf
     artifact,
     publicKey,
     ...(httpUrl ? { httpUrl } : {}),
+    ...(ca ? { caCertificates: ca } : {}),
     ...(coapUrl ? { coapUrl } : {}),
     primary,
     slotDir: isAbsolute(slotDirText) ? slotDirText : resolve(base, slotDirText),

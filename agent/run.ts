@@ -27,7 +27,7 @@ export type CycleResult =
   | { ok: false; boot?: BootOutcome; error: { code: string; message: string } };
 
 function transportFor(config: AgentConfig, name: 'http' | 'coap'): Transport | undefined {
-  if (name === 'http' && config.httpUrl) return new HttpTransport(config.httpUrl);
+  if (name === 'http' && config.httpUrl) return new HttpTransport(config.httpUrl, config.caCertificates);
   if (name === 'coap' && config.coapUrl) return new CoapTransport(config.coapUrl);
   return undefined;
 }

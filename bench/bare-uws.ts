@@ -1,6 +1,7 @@
-import { parentPort, workerData } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import { validateHeartbeat } from '../src/shared/device-messages.js';
+import { listenInWorker } from './bare-worker.js';
 
 // The baseline for the heartbeat benchmark: a uWebSockets.js handler that reads the POST body
 // and answers fixed bytes, with no parsing, validation or actor hop. It runs in a worker thread,
@@ -50,13 +51,4 @@ for (const [path, answer] of Object.entries(answers)) {
   });
 }
 
-app.listen('127.0.0.1', 0, (socket) => {
-  if (!socket) throw new Error('the bare handler cannot listen on 127.0.0.1');
-  parentPort!.postMessage({ port: uWS.us_socket_local_port(socket) });
-  parentPort!.once('message', () => {
-    // Native sockets must be closed before the worker's loop ends, or the process aborts.
-    uWS.us_listen_socket_close(socket);
-    (app as unknown as { close(): void }).close();
-    parentPort!.close();
-  });
-});
+listenInWorker(app, 'the bare handler');

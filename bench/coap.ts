@@ -12,27 +12,42 @@ import { writePrivateKeyFile } from '../src/shared/signing.js';
 import { freeUdpPort } from '../test/helpers/coap.js';
 import { freePort } from '../test/helpers/fixture.js';
 import { coapLoad, peakRss, sleep, type LoadResult } from './coap-load.js';
+import { cpuPlan, onCores, pinThisProcess } from './pinning.js';
+import { median } from './report.js';
+import { perRoundRatios, positiveInt, roundOrder, roundRatioRow } from './rounds.js';
 
 // CoAP heartbeats per second through the whole server (front-end thread → manifester thread
 // → back) against a bare node-coap server answering the same CBOR, and against HTTP
 // heartbeats of the same server; the server's peak RSS under CoAP load; and how much smaller
 // CBOR with integer keys makes a typical heartbeat and manifest than JSON.
-// Every server runs in its own process; the load generators run in this one.
+// Every server runs in its own process (on the server cores); the load generators run in this
+// one (on the load cores, pinning.ts). The three loads (CoAP through the server, CoAP against
+// bare node-coap, HTTP through the server) are repeated for ROUNDS rounds, the order reversed
+// every other round, and each ratio is taken per round.
 
 const IN_FLIGHT = 64;
 const WARMUP_MS = 1_500;
-const MEASURE_MS = 8_000;
+const MEASURE_MS = positiveInt(process.env.BENCH_COAP_SECONDS, 5) * 1000;
+const ROUNDS = positiveInt(process.env.BENCH_COAP_ROUNDS, 3);
 const DEDUP_CACHE_BYTES = 1024 * 1024;
 const HERE = fileURLToPath(import.meta.url);
 const REPO_ROOT = resolve(HERE, '..', '..', '..');
 
 export async function runCoapBench(): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'updater-bench-coap-'));
+  const unpin = pinThisProcess('load');
   try {
     return await benchIn(dir);
   } finally {
+    unpin();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+interface Load {
+  readonly label: 'server coap' | 'bare coap' | 'server http';
+  run(): Promise<{ perSecond: number; peakRssBytes?: number; detail?: LoadResult; tool?: string }>;
+  readonly rounds: { perSecond: number; peakRssBytes?: number; detail?: LoadResult; tool?: string }[];
 }
 
 async function benchIn(dir: string): Promise<Record<string, unknown>> {
@@ -57,13 +72,13 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
   }));
 
   const server = await startProcess(join(REPO_ROOT, 'bin', 'updater.js'), ['serve', '--config', configPath], '"server started"');
-  let coapThroughServer: { result: LoadResult; peakRssBytes: number };
-  let http: { perSecond: number; tool: string };
+  let bare: ChildProcess | undefined;
   let sizes: Record<string, number>;
   let manifestBytes: Buffer;
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   const v1Hash = sha256(await readFile(v1));
   const v2Hash = sha256(await readFile(v2));
+  const loads: Load[] = [];
   try {
     // A typical signed manifest: a device one version behind, once its delta exists.
     const signedJson = await signedManifestJson(httpUrl, v1Hash);
@@ -78,34 +93,53 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
     };
     // The load is the fleet's steady state: devices on the current target.
     manifestBytes = await coapOnce(coapPort, heartbeatDatagram(v2Hash));
-    coapThroughServer = await peakRss(server.pid!, coapLoad(coapPort, heartbeatDatagram(v2Hash), IN_FLIGHT, WARMUP_MS, MEASURE_MS));
-    http = await httpLoad(httpUrl, JSON.stringify(heartbeatFields(v2Hash)));
+    const barePort = await freeUdpPort();
+    bare = await startProcess(join(REPO_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifestBytes.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
+    const coapAgainst = (pid: number, port: number) => async () => {
+      const { result, peakRssBytes } = await peakRss(pid, coapLoad(port, heartbeatDatagram(v2Hash), IN_FLIGHT, WARMUP_MS, MEASURE_MS));
+      return { perSecond: result.perSecond, peakRssBytes, detail: result };
+    };
+    const bareProcess = bare;
+    loads.push(
+      { label: 'server coap', run: coapAgainst(server.pid!, coapPort), rounds: [] },
+      { label: 'bare coap', run: coapAgainst(bareProcess.pid!, barePort), rounds: [] },
+      { label: 'server http', run: () => httpLoad(httpUrl, JSON.stringify(heartbeatFields(v2Hash))), rounds: [] },
+    );
+    console.log(`  ${ROUNDS} rounds of ${MEASURE_MS / 1000} s per load (after ${WARMUP_MS / 1000} s warm-up each); ${cpuPlan().description}`);
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const load of roundOrder(loads, r)) {
+        const outcome = await load.run();
+        load.rounds.push(outcome);
+        console.log(`  round ${r + 1} ${load.label.padEnd(12)} ${String(outcome.perSecond).padStart(7)} heartbeats/s`);
+      }
+    }
   } finally {
     await stopProcess(server);
+    if (bare) await stopProcess(bare);
   }
 
-  const barePort = await freeUdpPort();
-  const bare = await startProcess(join(REPO_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifestBytes.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
-  let coapBare: { result: LoadResult; peakRssBytes: number };
-  try {
-    coapBare = await peakRss(bare.pid!, coapLoad(barePort, heartbeatDatagram(v2Hash), IN_FLIGHT, WARMUP_MS, MEASURE_MS));
-  } finally {
-    await stopProcess(bare);
-  }
-
+  const [serverCoap, bareCoap, serverHttp] = loads.map((l) => l.rounds) as [Load['rounds'], Load['rounds'], Load['rounds']];
+  const perSecond = (rounds: Load['rounds']) => rounds.map((x) => x.perSecond);
+  const vsBare = perRoundRatios(perSecond(serverCoap), perSecond(bareCoap).map((n) => Math.max(1, n)));
+  const vsHttp = perRoundRatios(perSecond(serverCoap), perSecond(serverHttp).map((n) => Math.max(1, n)));
+  const last = serverCoap[serverCoap.length - 1]!.detail!;
   const results: Record<string, unknown> = {
     coap_in_flight: IN_FLIGHT,
-    coap_heartbeats_per_s: coapThroughServer.result.perSecond,
-    bare_node_coap_heartbeats_per_s: coapBare.result.perSecond,
-    coap_vs_bare_ratio: round(coapThroughServer.result.perSecond / Math.max(1, coapBare.result.perSecond)),
-    http_heartbeats_per_s: http.perSecond,
-    http_load_tool: http.tool,
-    coap_vs_http_ratio: round(coapThroughServer.result.perSecond / Math.max(1, http.perSecond)),
-    server_peak_rss_mb: round(coapThroughServer.peakRssBytes / 2 ** 20),
-    bare_peak_rss_mb: round(coapBare.peakRssBytes / 2 ** 20),
+    rounds: ROUNDS,
+    seconds_per_run: MEASURE_MS / 1000,
+    cpus: cpuPlan().description,
+    coap_heartbeats_per_s: Math.round(median(perSecond(serverCoap))),
+    bare_node_coap_heartbeats_per_s: Math.round(median(perSecond(bareCoap))),
+    coap_vs_bare_ratio: round(vsBare.median),
+    coap_vs_bare_per_round: vsBare.perRound.map(round),
+    http_heartbeats_per_s: Math.round(median(perSecond(serverHttp))),
+    http_load_tool: [...new Set(serverHttp.map((x) => x.tool))].join(', '),
+    coap_vs_http_ratio: round(vsHttp.median),
+    server_peak_rss_mb: round(Math.max(...serverCoap.map((x) => x.peakRssBytes!)) / 2 ** 20),
+    bare_peak_rss_mb: round(Math.max(...bareCoap.map((x) => x.peakRssBytes!)) / 2 ** 20),
     coap_dedup_cache_bytes: DEDUP_CACHE_BYTES,
-    coap_codes: coapThroughServer.result.codes,
-    coap_lost: coapThroughServer.result.lost,
+    coap_codes_last_round: last.codes,
+    coap_lost: serverCoap.reduce((sum, x) => sum + x.detail!.lost, 0),
     ...sizes,
     heartbeat_cbor_vs_json: round(sizes.heartbeat_cbor_bytes! / sizes.heartbeat_json_bytes!),
     manifest_cbor_vs_json: round(sizes.manifest_cbor_bytes! / sizes.manifest_json_bytes!),
@@ -113,8 +147,8 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
   printTable(results);
   // Rows for the summary table of bench/run.ts, with the issue's goal where it sets one.
   results.ratios = [
-    { name: 'CoAP heartbeats/s, server / bare node-coap', value: results.coap_vs_bare_ratio as number, goal: { min: 0.8 } },
-    { name: 'CoAP / HTTP heartbeats/s through the server', value: results.coap_vs_http_ratio as number },
+    roundRatioRow('CoAP heartbeats/s, server / bare node-coap', perSecond(serverCoap), perSecond(bareCoap).map((n) => Math.max(1, n)), { goal: { min: 0.8 } }),
+    roundRatioRow('CoAP / HTTP heartbeats/s through the server', perSecond(serverCoap), perSecond(serverHttp).map((n) => Math.max(1, n))),
     { name: 'heartbeat bytes, CBOR / JSON', value: results.heartbeat_cbor_vs_json as number },
     { name: 'manifest bytes, CBOR / JSON', value: results.manifest_cbor_vs_json as number },
   ];
@@ -176,7 +210,8 @@ async function httpLoad(url: string, body: string): Promise<{ perSecond: number;
   await writeFile(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\n`);
   try {
     const seconds = Math.round(MEASURE_MS / 1000);
-    const run = spawnSync('wrk', ['-t1', `-c${IN_FLIGHT}`, `-d${seconds}s`, '-s', script, `${url}/heartbeat`], { encoding: 'utf8', timeout: MEASURE_MS + 10_000 });
+    const [file, args] = onCores('load', 'wrk', ['-t1', `-c${IN_FLIGHT}`, `-d${seconds}s`, '-s', script, `${url}/heartbeat`]);
+    const run = spawnSync(file, args, { encoding: 'utf8', timeout: MEASURE_MS + 10_000 });
     const match = /Requests\/sec:\s+([\d.]+)/.exec(run.stdout ?? '');
     if (run.status === 0 && match && !/Non-2xx/.test(run.stdout)) return { perSecond: Math.round(Number(match[1])), tool: 'wrk' };
   } finally {
@@ -201,7 +236,8 @@ async function fetchLoad(url: string, body: string): Promise<number> {
 }
 
 async function startProcess(file: string, args: string[], readyText: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, argv] = onCores('server', process.execPath, [file, ...args]);
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (d: Buffer) => {
     if (output.length < 64_000) output += d;

@@ -6,7 +6,10 @@ import { firmware, makeFixture, nextVersion } from '../test/helpers/fixture.js';
 import { heartbeatUntilSigned } from '../test/helpers/http.js';
 import { startTestServer, type TestServer } from '../test/helpers/server.js';
 import type { BareWorkerData } from './bare-uws.js';
+import { startBareWorker, stopBareWorker } from './bare-worker.js';
+import { cpuPlan, pinThisProcess } from './pinning.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
+import { positiveInt, roundOrder, roundRatioRow } from './rounds.js';
 import { runWrk, writePostScript, type WrkResult } from './wrk.js';
 
 // Heartbeats per second through the whole actor path (HTTP front-end worker → manifester
@@ -18,7 +21,9 @@ import { runWrk, writePostScript, type WrkResult } from './wrk.js';
 //
 // Two heartbeats: a device already on the target (row 2 of the decision table) and one that
 // gets a signed delta (row 3, after the delta has been generated once). Bare and subject runs
-// alternate, and each round reverses the order, so drift on a shared machine hits both sides.
+// alternate, and each round reverses the order, so drift on a shared machine hits both sides;
+// every ratio is taken per round. This process (server and bare handler alike) runs on the
+// server cores, wrk on the load cores (pinning.ts).
 
 const SECONDS = positiveInt(process.env.BENCH_HEARTBEAT_SECONDS, 6);
 const ROUNDS = positiveInt(process.env.BENCH_HEARTBEAT_ROUNDS, 3);
@@ -57,6 +62,7 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
   const scripts = await mkdtemp(join(tmpdir(), 'updater-bench-wrk-'));
   let server: TestServer | undefined;
   let bare: Worker | undefined;
+  const unpin = pinThisProcess('server');
   try {
     const v1 = await fixture.writeBinary('v1.bin', firmware(BINARY_BYTES, 'bench-v1'));
     const v2 = await fixture.writeBinary('v2.bin', nextVersion(firmware(BINARY_BYTES, 'bench-v1'), 'bench-v2'));
@@ -80,7 +86,7 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
       c.bareScript = await writePostScript(scripts, `bare-${c.name}`, c.body);
     }
 
-    const started = await startBare(Object.fromEntries(cases.map((c) => [`/heartbeat/${c.name}`, c.answer!])));
+    const started = await startBareWorker(new URL('./bare-uws.js', import.meta.url), { answers: Object.fromEntries(cases.map((c) => [`/heartbeat/${c.name}`, c.answer!])) } satisfies BareWorkerData);
     bare = started.worker;
     const targets = cases.flatMap((c): Target[] => [
       { label: `bare ${c.name}`, url: `http://127.0.0.1:${started.port}/heartbeat/${c.name}`, script: c.bareScript!, runs: [] },
@@ -91,8 +97,7 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
     console.log(`  wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} rounds of ${SECONDS} s per target (after ${WARMUP_SECONDS} s warm-up each)`);
     for (const target of targets) await measure(target, WARMUP_SECONDS);
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? targets : [...targets].reverse();
-      for (const target of order) {
+      for (const target of roundOrder(targets, round)) {
         const result = await measure(target, SECONDS);
         target.runs.push(result);
         console.log(`  round ${round + 1} ${target.label.padEnd(16)} ${formatNumber(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.latencyP50Ms.toFixed(2)} ms  p99 ${result.latencyP99Ms.toFixed(2)} ms  cpu ${result.cpuUsPerRequest.toFixed(1)} us/req`);
@@ -100,8 +105,9 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
     }
     return summarize(cases, targets, v2.size);
   } finally {
-    if (bare) await stopBare(bare);
+    if (bare) await stopBareWorker(bare);
     await server?.stop();
+    unpin();
     await fixture.cleanup();
     await rm(scripts, { recursive: true, force: true });
   }
@@ -117,11 +123,15 @@ async function measure(target: Target, seconds: number): Promise<Run> {
 }
 
 function summarize(cases: readonly Case[], targets: readonly Target[], targetSize: number): SuiteRecord {
-  const record: SuiteRecord = { connections: CONNECTIONS, wrk_threads: THREADS, seconds_per_run: SECONDS, rounds: ROUNDS, binary_bytes: targetSize };
+  const record: SuiteRecord = { connections: CONNECTIONS, wrk_threads: THREADS, seconds_per_run: SECONDS, rounds: ROUNDS, binary_bytes: targetSize,
+    cpus: cpuPlan().description };
   const ratios: RatioRow[] = [];
   const rps = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.requestsPerSecond));
   const p99 = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.latencyP99Ms));
   const cpu = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.cpuUsPerRequest));
+  const perRound = (label: string, of: (r: Run) => number) => targets.find((t) => t.label === label)!.runs.map(of);
+  const rpsOf = (r: Run) => r.requestsPerSecond;
+  const cpuOf = (r: Run) => r.cpuUsPerRequest;
   for (const c of cases) {
     const bareRps = rps(`bare ${c.name}`);
     const subjectRps = rps(`subject ${c.name}`);
@@ -132,21 +142,15 @@ function summarize(cases: readonly Case[], targets: readonly Target[], targetSiz
     for (const side of ['bare', 'codec', 'subject']) record[`${c.name}_${side}_cpu_us_per_req`] = Number(cpu(`${side} ${c.name}`).toFixed(1));
     record[`${c.name}_bare_p99_ms`] = Number(p99(`bare ${c.name}`).toFixed(2));
     record[`${c.name}_subject_p99_ms`] = Number(p99(`subject ${c.name}`).toFixed(2));
-    ratios.push({
-      name: `${c.name === 'current' ? 'up-to-date' : 'signed delta'} heartbeat req/s, server / bare uWS`,
-      value: subjectRps / bareRps,
-      goal: { min: GOAL_MIN_RATIO },
-      note: `${formatNumber(subjectRps, 0)} vs ${formatNumber(bareRps, 0)} req/s`,
-    });
-    ratios.push({
-      name: `${c.name === 'current' ? 'up-to-date' : 'signed delta'} heartbeat req/s, server / bare + codec`,
-      value: subjectRps / rps(`codec ${c.name}`),
-      note: 'same JSON work without the manifester hop: what the hop costs',
-    }, {
-      name: `${c.name === 'current' ? 'up-to-date' : 'signed delta'} heartbeat CPU per request, bare / server`,
-      value: cpu(`bare ${c.name}`) / cpu(`subject ${c.name}`),
-      note: 'CPU of all threads per heartbeat: less moved by other load',
-    });
+    const kind = c.name === 'current' ? 'up-to-date' : 'signed delta';
+    ratios.push(
+      roundRatioRow(`${kind} heartbeat req/s, server / bare uWS`, perRound(`subject ${c.name}`, rpsOf), perRound(`bare ${c.name}`, rpsOf),
+        { goal: { min: GOAL_MIN_RATIO }, note: `medians ${formatNumber(subjectRps, 0)} vs ${formatNumber(bareRps, 0)} req/s` }),
+      roundRatioRow(`${kind} heartbeat req/s, server / bare + codec`, perRound(`subject ${c.name}`, rpsOf), perRound(`codec ${c.name}`, rpsOf),
+        { note: 'same JSON work without the manifester hop: what the hop costs' }),
+      roundRatioRow(`${kind} heartbeat CPU per request, bare / server`, perRound(`bare ${c.name}`, cpuOf), perRound(`subject ${c.name}`, cpuOf),
+        { note: 'CPU of all threads per heartbeat: less moved by other load' }),
+    );
   }
   record.ratios = ratios;
   return record;
@@ -169,27 +173,4 @@ async function rawAnswer(url: string, body: string): Promise<{ body: string; con
   const text = await response.text();
   if (response.status !== 200) throw new Error(`heartbeat answered ${response.status}: ${text}`);
   return { body: text, contentType: response.headers.get('content-type') ?? 'application/json' };
-}
-
-async function startBare(answers: BareWorkerData['answers']): Promise<{ worker: Worker; port: number }> {
-  const worker = new Worker(new URL('./bare-uws.js', import.meta.url), { workerData: { answers } satisfies BareWorkerData });
-  const port = await new Promise<number>((resolve, reject) => {
-    worker.once('message', (m: { port: number }) => resolve(m.port));
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`the bare handler exited with ${code} before listening`)));
-  });
-  return { worker, port };
-}
-
-async function stopBare(worker: Worker): Promise<void> {
-  const exited = new Promise((resolve) => worker.once('exit', resolve));
-  worker.postMessage('close');
-  const timer = setTimeout(() => void worker.terminate(), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-function positiveInt(text: string | undefined, fallback: number): number {
-  const n = Number(text);
-  return text !== undefined && Number.isInteger(n) && n > 0 ? n : fallback;
 }

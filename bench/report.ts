@@ -11,6 +11,8 @@ export interface RatioRow {
   /** `min`: the ratio must be at least this; `max`: at most this. No goal: informational. */
   readonly goal?: { readonly min?: number; readonly max?: number };
   readonly note?: string;
+  /** When the value is the median of per-round ratios: their spread and how many rounds. */
+  readonly rounds?: { readonly min: number; readonly max: number; readonly count: number };
 }
 
 export interface SuiteRecord extends Record<string, unknown> {
@@ -54,9 +56,14 @@ export function formatNumber(value: number, digits = 2): string {
   return Math.abs(value) >= 1000 ? Math.round(value).toLocaleString('en-US') : value.toFixed(digits);
 }
 
+function spreadText(row: RatioRow): string {
+  return row.rounds ? `${formatNumber(row.rounds.min, 3)} .. ${formatNumber(row.rounds.max, 3)} (${row.rounds.count})` : '-';
+}
+
+/** `value` is the median per-round ratio where `rounds` is set; the spread column shows min .. max (rounds). */
 export function summaryTable(rows: readonly RatioRow[]): string {
-  const header = ['ratio', 'value', 'goal', 'result', 'note'];
-  const body = rows.map((row) => [row.name, formatNumber(row.value, 3), goalText(row), verdict(row), row.note ?? '']);
+  const header = ['ratio', 'median', 'per-round min .. max (n)', 'goal', 'result', 'note'];
+  const body = rows.map((row) => [row.name, formatNumber(row.value, 3), spreadText(row), goalText(row), verdict(row), row.note ?? '']);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');

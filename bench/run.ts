@@ -15,6 +15,7 @@ const SUITES: readonly SuiteEntry[] = [
   { name: 'heartbeat', load: async () => (await import('./heartbeat.js')).runHeartbeatBench },
   { name: 'delta', load: async () => (await import('./delta.js')).runDeltaBench },
   { name: 'coap', load: async () => (await import('./coap.js')).runCoapBench },
+  { name: 'download', load: async () => (await import('./download.js')).runDownloadBench },
   { name: 'agent', load: async () => (await import('./agent.js')).runAgentBench },
   { name: 'soak', load: async () => (await import('./soak.js')).runSoakBench },
   { name: 'fleet', load: async () => (await import('./fleet.js')).runFleetBench },
@@ -65,7 +66,7 @@ async function main(): Promise<number> {
     }
     console.log(`[${suite.name}] took ${((performance.now() - started) / 1000).toFixed(1)} s (load average now ${loadAverage()})`);
   }
-  console.log('\nSummary (medians; a shared, noisy 2-core machine moves these by several percent)\n');
+  console.log('\nSummary (each ratio taken per round, then the median and the spread of those; a shared, noisy machine moves them)\n');
   console.log(rows.length > 0 ? summaryTable(rows) : '(no ratios)');
   const missed = rows.filter((r) => verdict(r) === 'MISS').map((r) => r.name);
   if (missed.length > 0) console.log(`\nMissed goals: ${missed.join('; ')}`);

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { onCores } from './pinning.js';
 
 // wrk as the load generator: a fixed number of connections and threads on loopback, POSTing
 // one fixed body, so the server and the bare handler face exactly the same load.
@@ -9,8 +10,10 @@ export const WRK_BIN = '/usr/bin/wrk';
 
 export interface WrkOptions {
   readonly url: string;
-  /** A Lua script made by `writePostScript`. */
-  readonly script: string;
+  /** A Lua script made by `writePostScript`; without one, wrk GETs the URL. */
+  readonly script?: string;
+  /** wrk's per-request timeout (its default is 2 s, too short for a whole large download). */
+  readonly timeoutSeconds?: number;
   readonly threads: number;
   readonly connections: number;
   readonly seconds: number;
@@ -40,16 +43,18 @@ export async function writePostScript(dir: string, name: string, body: string): 
 }
 
 export function runWrk(options: WrkOptions): Promise<WrkResult> {
-  const args = ['-t', String(options.threads), '-c', String(options.connections), '-d', `${options.seconds}s`,
-    '--latency', '-s', options.script, options.url];
+  const args = ['-t', String(options.threads), '-c', String(options.connections), '-d', `${options.seconds}s`, '--latency',
+    ...(options.script ? ['-s', options.script] : []), ...(options.timeoutSeconds ? ['--timeout', `${options.timeoutSeconds}s`] : []), options.url];
   return new Promise((resolve, reject) => {
     // Asynchronous on purpose: the server under test may share this process's event loop.
-    const child = spawn(WRK_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // wrk is the load generator: on the load cores when the machine has them (pinning.ts).
+    const [file, argv] = onCores('load', WRK_BIN, args);
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     // wrk stops itself after -d; this only guards against a wedged process.
-    const guard = setTimeout(() => child.kill('SIGKILL'), (options.seconds + 30) * 1000);
+    const guard = setTimeout(() => child.kill('SIGKILL'), (options.seconds + 30 + (options.timeoutSeconds ?? 0)) * 1000);
     child.once('error', reject);
     child.once('exit', (code) => {
       clearTimeout(guard);

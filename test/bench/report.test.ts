@@ -1,5 +1,6 @@
 import t from 'tap';
 import { median, ratioRows, summaryTable, verdict } from '../../bench/report.js';
+import { perRoundRatios, roundOrder, roundRatioRow } from '../../bench/rounds.js';
 import { parseWrkOutput } from '../../bench/wrk.js';
 
 // The benchmark's own arithmetic: a wrong parse or verdict would print a PASS nobody earned.
@@ -54,11 +55,29 @@ t.test('a foreign suite record joins the summary by its ratios, or by keys that 
   t.same(declared, [{ name: 'coap: vs bare', value: 0.9, goal: { min: 0.8 } }]);
   const inferred = ratioRows('agent', { peak_to_target_ratio: 1.5, peak_mb: 30, label: 'ratio' });
   t.same(inferred, [{ name: 'agent: peak_to_target_ratio', value: 1.5 }]);
-  t.match(summaryTable([...declared, ...inferred]), /coap: vs bare\s+0\.900\s+>= 0\.8\s+PASS/);
+  t.match(summaryTable([...declared, ...inferred]), /coap: vs bare\s+0\.900\s+-\s+>= 0\.8\s+PASS/);
 });
 
 t.test('the median of an even count averages the middle two', async (t) => {
   t.equal(median([3, 1, 2]), 2);
   t.equal(median([4, 1, 3, 2]), 2.5);
   t.ok(Number.isNaN(median([])));
+});
+
+t.test('ratios are taken per round, then summarized as min, median and max', async (t) => {
+  // A ratio of medians would say 100 / 100 = 1.0; the rounds say the server was behind in two of three.
+  const server = [100, 60, 120];
+  const bare = [200, 100, 100];
+  const ratios = perRoundRatios(server, bare);
+  t.same(ratios.perRound, [0.5, 0.6, 1.2]);
+  t.equal(ratios.min, 0.5);
+  t.equal(ratios.median, 0.6);
+  t.equal(ratios.max, 1.2);
+  t.throws(() => perRoundRatios([1, 2], [1]), /paired rounds/, 'unpaired rounds are refused');
+  t.throws(() => perRoundRatios([], []), /paired rounds/);
+  const row = roundRatioRow('req/s, server / bare', server, bare, { goal: { min: 0.5 } });
+  t.same(row.rounds, { min: 0.5, max: 1.2, count: 3 });
+  t.equal(verdict(row), 'PASS', 'the verdict is on the median per-round ratio');
+  t.match(summaryTable([row]), /req\/s, server \/ bare\s+0\.600\s+0\.500 \.\. 1\.200 \(3\)\s+>= 0\.5\s+PASS/);
+  t.same([0, 1, 2, 3].map((r) => roundOrder(['a', 'b'], r).join('')), ['ab', 'ba', 'ab', 'ba'], 'every other round reversed');
 });

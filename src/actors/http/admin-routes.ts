@@ -43,7 +43,8 @@ export interface AdminDeps {
   isDraining(): boolean;
 }
 
-export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
+/** The admin routes on each admin listener; one token bucket and one failure counter for all. */
+export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDeps): void {
   const { ctx, metrics } = deps;
   const { admin } = ctx.config;
   const auth = new AdminAuth(admin.token, admin.authFailureBurst, admin.authFailureRefillPerSecond);
@@ -59,8 +60,13 @@ export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
     ctx.call<SupervisorApi, R>('supervisor', (s) => fn(s as unknown as SupervisorApi), deadline);
 
   /** Authenticates, then reads the body (when the method has one) and runs the handler. */
+<<<<<<< HEAD
   const route: AdminRoute = (method, path, name, handler) => {
     app[method](path, (res: HttpResponse, req: HttpRequest) => {
+=======
+  const route = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => {
+    for (const app of apps) app[method](path, (res: HttpResponse, req: HttpRequest) => {
+>>>>>>> origin/tls-protocol
       const ex = exchange(res);
       const stop = metrics.startRequest(name);
       const finish = () => stop(ex.status ?? 499);

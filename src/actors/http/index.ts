@@ -5,6 +5,7 @@ import { collectMetrics, setLevel } from '../control.js';
 import { fleetFeedFor } from '../fleet-feed.js';
 import { runActor } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
+import { listenExclusive, planListeners } from './listeners.js';
 import { createHttpMetrics } from './metrics.js';
 import { exchange, sendError } from './respond.js';
 import { registerDeviceRoutes } from './routes.js';
@@ -13,11 +14,11 @@ import { registerDeviceRoutes } from './routes.js';
 const DRAIN_DOWNLOADS_MS = 10_000;
 
 await runActor(async (ctx) => {
-  const { host, port } = ctx.config.listen.http;
-  const app = uWS.App();
+  const listeners = planListeners(ctx.config);
   const downloads = new Set<Promise<void>>();
   let draining = false;
   const metrics = createHttpMetrics(ctx.registry);
+<<<<<<< HEAD
   const fleet = fleetFeedFor(ctx);
   registerDeviceRoutes(app, { ctx, metrics, downloads, fleet, isDraining: () => draining });
   registerAdminRoutes(app, { ctx, metrics, isDraining: () => draining });
@@ -27,10 +28,28 @@ await runActor(async (ctx) => {
     app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new UpdaterError('INTERNAL', `cannot listen on ${host}:${port} (in use or not permitted)`))));
   });
   ctx.log.info({ host, port: uWS.us_socket_local_port(listenSocket) }, 'http listening');
+=======
+  registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, isDraining: () => draining });
+  registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
+  for (const { app } of listeners) app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
+>>>>>>> origin/tls-protocol
 
   // uWS keeps native socket handles on this thread's event loop; a worker that ends with them
   // open aborts the whole process (CheckedUvLoopClose). So every way out closes them first.
-  const closeAll = () => (app as unknown as { close(): void }).close();
+  const closeAll = () => {
+    for (const { app } of listeners) (app as unknown as { close(): void }).close();
+  };
+  const sockets: uWS.us_listen_socket[] = [];
+  try {
+    for (const listener of listeners) {
+      const socket = await listenExclusive(listener);
+      sockets.push(socket);
+      ctx.log.info({ listener: listener.name, host: listener.host, port: uWS.us_socket_local_port(socket) }, `${listener.name} listening`);
+    }
+  } catch (err) {
+    closeAll();
+    throw err;
+  }
   process.on('uncaughtException', (err) => {
     ctx.log.fatal({ err }, 'uncaught exception in the http front-end');
     closeAll();
@@ -42,7 +61,7 @@ await runActor(async (ctx) => {
     setLogLevel: (level) => setLevel(ctx, level),
     async drain() {
       draining = true;
-      uWS.us_listen_socket_close(listenSocket);
+      for (const socket of sockets) uWS.us_listen_socket_close(socket);
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
       await Promise.race([Promise.allSettled([...downloads]), timeout]);
       closeAll();

@@ -30,10 +30,11 @@ export interface RouteDeps {
   isDraining(): boolean;
 }
 
-export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
+/** The device routes on every device listener (HTTP, HTTPS): one batcher and one set of counters for all. */
+export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteDeps): void {
   const { ctx, metrics } = deps;
   const route = (method: 'get' | 'post', path: string, name: string, handler: Handler) => {
-    app[method](path, (res: HttpResponse, req: HttpRequest) => {
+    for (const app of apps) app[method](path, (res: HttpResponse, req: HttpRequest) => {
       const ex = exchange(res);
       const stop = metrics.startRequest(name);
       if (deps.isDraining()) {
@@ -101,7 +102,7 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
   });
 
   for (const path of ['/heartbeat', '/report', '/delta/:from/:to', '/binary/:hash', '/health', '/metrics']) {
-    app.any(path, (res) => sendError(exchange(res), new UpdaterError('METHOD_NOT_ALLOWED')));
+    for (const app of apps) app.any(path, (res) => sendError(exchange(res), new UpdaterError('METHOD_NOT_ALLOWED')));
   }
 }
 

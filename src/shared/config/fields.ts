@@ -92,14 +92,18 @@ export function hostPort(value: unknown, key: string): { host: string; port: num
   return { host: (match[1] ?? match[2])!, port };
 }
 
+/** Reads a file a configuration key names; failing, a ConfigError on that key. */
+export function readTextFile(path: string, key: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(key, `cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
 /** Reads a YAML configuration file; a missing file or bad YAML is a ConfigError on --config. */
 export function readYamlFile(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError('--config', `cannot read ${path}: ${(err as Error).message}`);
-  }
+  const text = readTextFile(path, '--config');
   try {
     return parseYaml(text, { prettyErrors: true, uniqueKeys: true });
   } catch (err) {

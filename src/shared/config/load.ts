@@ -2,13 +2,14 @@ import { accessSync, constants as fsc, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseTrackKey, trackIdProblem, trackKey } from '../artifact-key.js';
 import { isLogLevel } from '../logger.js';
-import { ConfigError, bool, readYamlFile, duration, hostPort, int, isMap, refuseUnknown, section, str, strList, type Node } from './fields.js';
+import { ConfigError, bool, readYamlFile, duration, int, isMap, refuseUnknown, section, str, strList, type Node } from './fields.js';
+import { readListen } from './listen.js';
 import type { ArtifactConfig, Config } from './types.js';
 
 export { ConfigError } from './fields.js';
 
 const TOP_KEYS = ['listen', 'signing', 'admin', 'store', 'manifest', 'allow_full_download', 'log_level', 'retention',
-  'artifacts', 'target', 'default_artifact', 'coap', 'database', 'fleet'] as const;
+  'artifacts', 'target', 'default_artifact', 'coap', 'database', 'fleet', 'tls'] as const;
 const MIN_TOKEN_LENGTH = 32;
 const MB = 1024 * 1024;
 
@@ -23,7 +24,6 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const base = dirname(configPath);
   const pathOf = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
 
-  const listen = section(doc, 'listen', 'listen', ['http', 'coap']);
   const signing = section(doc, 'signing', 'signing', ['private_key_file']);
   const admin = section(doc, 'admin', 'admin', ['token', 'token_file', 'auth_failure_burst', 'auth_failure_refill_per_second']);
   const store = section(doc, 'store', 'store', ['dir', 'state_file', 'target_cache_mb', 'hot_delta_cache_mb',
@@ -46,10 +46,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const artifacts = readArtifacts(doc, pathOf);
   const config: Config = {
     configPath,
-    listen: {
-      http: hostPort(listen.http ?? '127.0.0.1:8080', 'listen.http'),
-      ...(listen.coap !== undefined ? { coap: hostPort(listen.coap, 'listen.coap') } : {}),
-    },
+    ...readListen(doc, pathOf),
     // node-coap's duplicate-detection cache is unbounded in practice at its 32 MiB default
     // (each entry also pins a retransmission sender): it is a budget of its own (docs/coap.md).
     coap: {

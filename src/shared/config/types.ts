@@ -10,10 +10,24 @@ export interface ArtifactConfig {
   readonly binary: string;
 }
 
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
 /** The validated, frozen configuration every actor receives. Durations are milliseconds. */
 export interface Config {
   readonly configPath: string;
-  readonly listen: { readonly http: { host: string; port: number }; readonly coap?: { host: string; port: number } };
+  readonly listen: {
+    readonly http: HostPort;
+    /** HTTPS for devices (and admin unless `admin` is set); needs `tls`. */
+    readonly https?: HostPort;
+    /** When set, the admin API is served here only and never on the device listeners. */
+    readonly admin?: HostPort;
+    readonly coap?: HostPort;
+  };
+  /** Certificate and key (PEM files) of the HTTPS listener; present exactly when `listen.https` is. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** The CoAP front-end's own budgets; used only when `listen.coap` is set. */
   readonly coap: { readonly dedupCacheBytes: number; readonly maxInFlight: number };
   readonly signing: { readonly privateKeyFile: string };

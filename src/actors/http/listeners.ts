@@ -1,0 +1,51 @@
+import uWS from 'uWebSockets.js';
+import type { Config } from '../../shared/config/types.js';
+import { UpdaterError } from '../../shared/errors.js';
+
+// The HTTP actor's listeners: plain HTTP and HTTPS for devices, and an admin listener of its
+// own when `listen.admin` is set (the admin API then never answers on a device listener).
+//
+//   listen.http  ─▶ App     ─▶ device routes (+ admin routes unless listen.admin)
+//   listen.https ─▶ SSLApp  ─▶ device routes (+ admin routes unless listen.admin)
+//   listen.admin ─▶ App     ─▶ admin routes only
+
+export type ListenerName = 'http' | 'https' | 'admin';
+
+export interface Listener {
+  readonly name: ListenerName;
+  readonly app: uWS.TemplatedApp;
+  readonly host: string;
+  readonly port: number;
+  readonly servesDevices: boolean;
+  readonly servesAdmin: boolean;
+}
+
+/** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT, so a taken port fails the start. */
+const EXCLUSIVE_PORT = 1;
+
+export function planListeners(config: Config): Listener[] {
+  const separateAdmin = config.listen.admin !== undefined;
+  const listeners: Listener[] = [
+    { name: 'http', app: uWS.App(), ...config.listen.http, servesDevices: true, servesAdmin: !separateAdmin },
+  ];
+  if (config.listen.https) {
+    const tls = config.tls!; // the configuration refuses listen.https without tls
+    const app = uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
+    listeners.push({ name: 'https', app, ...config.listen.https, servesDevices: true, servesAdmin: !separateAdmin });
+  }
+  if (config.listen.admin) {
+    listeners.push({ name: 'admin', app: uWS.App(), ...config.listen.admin, servesDevices: false, servesAdmin: true });
+  }
+  return listeners;
+}
+
+/** Binds one listener exclusively; rejects (and the server does not start) when it cannot. */
+export function listenExclusive(listener: Listener): Promise<uWS.us_listen_socket> {
+  const { app, host, port, name } = listener;
+  return new Promise((resolve, reject) => {
+    // The typings lack the (host, port, options, cb) form that the native module accepts.
+    const listen = app.listen as unknown as (h: string, p: number, o: number, cb: (s: uWS.us_listen_socket | false) => void) => void;
+    listen.call(app, host, port, EXCLUSIVE_PORT, (socket) =>
+      socket ? resolve(socket) : reject(new UpdaterError('INTERNAL', `cannot listen on ${host}:${port} for listen.${name} (in use or not permitted)`)));
+  });
+}

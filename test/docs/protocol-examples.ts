@@ -1,0 +1,85 @@
+import { createHash } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { encodeManifest, encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
+import { encodeBlockOption } from '../../src/actors/coap/block2.js';
+import { SignedManifests, FULL } from '../../src/actors/manifester/signer.js';
+import type { Manifest } from '../../src/messages/manifester.js';
+import { requestDatagram } from '../helpers/coap.js';
+import { publicKeyHex, signedMessage } from '../../src/shared/signing.js';
+
+// The example bytes of docs/protocol.md, produced by the server's own encoders and signer
+// from fixed inputs. protocol-doc.test.ts checks that every value below appears in the doc;
+// `node dist/test/docs/protocol-examples.js` prints them to paste after a change.
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+export function protocolExamples(): Record<string, string> {
+  const seed = new Uint8Array(Buffer.from('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60', 'hex')); // RFC 8032 test 1
+  const running = sha256('app 1.0.0');
+  const target = sha256('app 1.1.0');
+  const transfer = sha256('delta app 1.0.0 -> 1.1.0');
+  const heartbeat = {
+    device_id: 'dev-0001',
+    version_hash: running,
+    hw_info: { arch: 'arm64', os: 'linux', free_ram: 268435456, free_disk: 1073741824 },
+    timestamp: 1767225600,
+    version: '1.0.0',
+    artifact: 'app/linux/arm64',
+  };
+  const unsigned: Manifest = {
+    update_available: true,
+    target_version: '1.1.0',
+    target_hash: target,
+    target_size: 1048576,
+    delta_size: 5321,
+    delta_hash: transfer,
+    chunk_size: 65536,
+    total_chunks: 1,
+    artifact: 'app/linux/arm64',
+    delta_endpoint: `/delta/${running}/${target}`,
+  };
+  const signer = new SignedManifests(seed, 1);
+  const signed = signer.sign('app/linux/arm64', running, target, unsigned);
+  // Over CoAP the chunk is a Block2 size: the server answers 1024 and the chunk count for it.
+  const coapManifest: Manifest = { ...signed, chunk_size: 1024, total_chunks: Math.ceil(signed.delta_size / 1024) };
+  const pending: Manifest = { ...unsigned, delta_size: 0, delta_hash: '', total_chunks: 0, retry_after: 30 };
+  delete pending.delta_endpoint;
+  const full = new SignedManifests(seed, 1).sign('app/linux/arm64', FULL, target, {
+    ...unsigned, delta_endpoint: undefined, binary_endpoint: `/binary/${target}`, delta_size: 402112,
+    delta_hash: sha256('app 1.1.0 compressed'), total_chunks: Math.ceil(402112 / 65536),
+  } as Manifest);
+  delete (full as Partial<Manifest>).delta_endpoint;
+  const report = { device_id: 'dev-0001', previous_hash: running, new_hash: target, success: true, rollback_reason: '', timestamp: 1767225720 };
+  return {
+    public_key: publicKeyHex(seed),
+    running_hash: running,
+    target_hash: target,
+    transfer_hash: transfer,
+    signed_message: Buffer.from(signedMessage(target, transfer)).toString('hex'),
+    signature: signed.signature!,
+    heartbeat_json: JSON.stringify(heartbeat),
+    manifest_json: JSON.stringify(signed),
+    pending_json: JSON.stringify(pending),
+    full_json: JSON.stringify(full),
+    report_json: JSON.stringify(report),
+    heartbeat_cbor: encodeWithIntegerKeys(heartbeat, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }).toString('hex'),
+    manifest_cbor: encodeManifest(coapManifest).toString('hex'),
+    heartbeat_datagram: requestDatagram({
+      method: 'POST', path: '/heartbeat', contentFormat: 60, confirmable: true, messageId: 0x1234, token: Buffer.from('a1b2c3d4', 'hex'),
+      payload: encodeWithIntegerKeys(heartbeat, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }),
+    }).toString('hex'),
+    block_datagram: requestDatagram({
+      method: 'GET', path: `/delta/${running}/${target}`, block2: encodeBlockOption(5, false, 1024), confirmable: true,
+      messageId: 0x1235, token: Buffer.from('a1b2c3d5', 'hex'),
+    }).toString('hex'),
+    report_cbor: encodeWithIntegerKeys(report, REPORT_KEYS).toString('hex'),
+    block2_ask_0_1024: encodeBlockOption(0, false, 1024).toString('hex'),
+    block2_answer_0_more_1024: encodeBlockOption(0, true, 1024).toString('hex'),
+    block2_ask_5_1024: encodeBlockOption(5, false, 1024).toString('hex'),
+    block2_ask_300_512: encodeBlockOption(300, false, 512).toString('hex'),
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  for (const [name, value] of Object.entries(protocolExamples())) console.log(`${name}:\n${value}\n`);
+}
