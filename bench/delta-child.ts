@@ -53,7 +53,7 @@ async function pipeline(job: ChildJob): Promise<PipelineOutcome> {
   const targetBytes = await targetCacheBytes(job.targetPath);
   const task: DiffTask = {
     kind: 'delta', sourcePath: job.sourcePath, sourceHash: job.sourceHash, targetPath: job.targetPath,
-    targetHash: job.targetHash, targetBytes, outDir: job.workDir, workDir: job.workDir,
+    targetHash: job.targetHash, engine: 'bsdiff-node', targetBytes, outDir: job.workDir, workDir: job.workDir,
   };
   const cpu = process.cpuUsage();
   const started = performance.now();
