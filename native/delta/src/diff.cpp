@@ -55,6 +55,38 @@ int64_t longestMatch(const int32_t* sa, const uint8_t* old, int64_t oldSize, con
   return y;
 }
 
+// Where each two-byte prefix's suffixes start in the suffix array (65,537 bounds, computed
+// from the old file by counting): a search starts inside its prefix's range, which spares
+// the first 16 steps of the binary search, each a cache miss. The one-byte suffix at the end
+// of the old file sorts just before the two-byte prefixes that begin with its byte.
+class PrefixIndex {
+ public:
+  PrefixIndex(const uint8_t* old, int64_t oldSize) : start_(kKeys + 1, 0) {
+    for (int64_t i = 0; i + 1 < oldSize; i++) start_[(old[i] << 8 | old[i + 1]) + 1]++;
+    if (oldSize > 0) start_[(old[oldSize - 1] << 8) + 1]++;
+    for (size_t k = 1; k <= kKeys; k++) start_[k] += start_[k - 1];
+    if (oldSize > 0) lastKey_ = old[oldSize - 1] << 8;
+  }
+  // Inclusive range [low, high] of suffixes sharing the target's first two bytes, if any.
+  bool range(const uint8_t* target, int64_t targetSize, int64_t* low, int64_t* high) const {
+    if (targetSize < 2) return false;
+    const size_t key = static_cast<size_t>(target[0] << 8 | target[1]);
+    int64_t first = start_[key];
+    // The one-byte suffix counted in this key's range is not one of them.
+    if (lastKey_ >= 0 && key == static_cast<size_t>(lastKey_)) first++;
+    const int64_t last = start_[key + 1] - 1;
+    if (last < first) return false;
+    *low = first;
+    *high = last;
+    return true;
+  }
+
+ private:
+  static constexpr size_t kKeys = 1 << 16;
+  std::vector<int64_t> start_;
+  int64_t lastKey_ = -1;
+};
+
 // Differences are staged in a small buffer: the bzip2 thread takes them 1 MiB at a time.
 class DiffWriter {
  public:
@@ -105,6 +137,7 @@ DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, cons
 
   std::vector<int32_t> sa(static_cast<size_t>(oldSize));
   sais<uint8_t>(old, sa.data(), static_cast<int32_t>(oldSize), 256);
+  const PrefixIndex prefixes(old, oldSize);
   stats.sortSeconds = secondsSince(started);
 
   const std::string ctrlPath = patchPath + ".ctrl";
@@ -129,7 +162,12 @@ DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, cons
       int64_t oldScore = 0;
       int64_t scoreScan = scan += length;
       for (; scan < newSize; scan++) {
-        length = oldSize == 0 ? 0 : longestMatch(sa.data(), old, oldSize, target + scan, newSize - scan, 0, oldSize - 1, &position);
+        length = 0;
+        if (oldSize > 0) {
+          int64_t low = 0, high = oldSize - 1;
+          prefixes.range(target + scan, newSize - scan, &low, &high);
+          length = longestMatch(sa.data(), old, oldSize, target + scan, newSize - scan, low, high, &position);
+        }
         for (; scoreScan < scan + length; scoreScan++) {
           if (scoreScan + lastOffset < oldSize && old[scoreScan + lastOffset] == target[scoreScan]) oldScore++;
         }

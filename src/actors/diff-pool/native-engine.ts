@@ -19,9 +19,10 @@ export interface EngineReport {
 /** Longest stderr kept for the error message; the program prints one short JSON line. */
 const MAX_STDERR = 4096;
 
-export function nativeDiff(sourcePath: string, targetPath: string, patchPath: string): Promise<EngineReport> {
+/** Runs `program diff` (the engine's program unless a test hands another). */
+export function nativeDiff(sourcePath: string, targetPath: string, patchPath: string, program = engine.programPath): Promise<EngineReport> {
   return new Promise((resolve, reject) => {
-    const child = spawn(engine.programPath, ['diff', sourcePath, targetPath, patchPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(program, ['diff', sourcePath, targetPath, patchPath], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
