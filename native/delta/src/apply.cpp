@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -17,6 +19,13 @@ namespace delta {
 namespace {
 
 [[noreturn]] void corrupt(const std::string& why) { throw Failure("CORRUPT_PATCH", "the patch is corrupt: " + why); }
+
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 class Bz2Reader {
  public:
@@ -85,17 +94,40 @@ class CompareSink : public Sink {
   int64_t offset_ = 0;
 };
 
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
+// The old file is read with pread, chunk by chunk, rather than mapped: its pages stay in the
+// page cache and out of this process's resident memory (the device agent's budget).
+class OldReader {
+ public:
+  explicit OldReader(const std::string& path) : fd_{::open(path.c_str(), O_RDONLY | O_CLOEXEC)}, path_(path) {
+    if (fd_.fd < 0) throw Failure("IO", errnoText("cannot open", path));
+    size_ = ::lseek(fd_.fd, 0, SEEK_END);
+    if (size_ < 0) throw Failure("IO", errnoText("cannot seek", path));
   }
+  // Adds old[at + i] to bytes[i] for every i whose old position lies inside the file.
+  void addTo(uint8_t* bytes, size_t length, int64_t at) {
+    const int64_t first = std::max<int64_t>(at, 0);
+    const int64_t last = std::min<int64_t>(at + static_cast<int64_t>(length), size_);
+    if (first >= last) return;
+    buffer_.resize(static_cast<size_t>(last - first));
+    for (size_t done = 0; done < buffer_.size();) {
+      const ssize_t n = ::pread(fd_.fd, buffer_.data() + done, buffer_.size() - done, first + static_cast<int64_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw Failure("IO", errnoText("cannot read", path_));
+      done += static_cast<size_t>(n);
+    }
+    uint8_t* into = bytes + (first - at);
+    for (size_t i = 0; i < buffer_.size(); i++) into[i] = static_cast<uint8_t>(into[i] + buffer_[i]);
+  }
+
+ private:
+  Fd fd_;
+  std::string path_;
+  int64_t size_ = 0;
+  std::vector<uint8_t> buffer_;
 };
 
 int64_t apply(const std::string& oldPath, const std::string& patchPath, Sink& sink, int64_t expectedSize) {
-  MappedFile oldFile(oldPath);
-  const uint8_t* old = oldFile.data();
-  const int64_t oldSize = oldFile.size();
+  OldReader old(oldPath);
   Fd patch{::open(patchPath.c_str(), O_RDONLY | O_CLOEXEC)};
   if (patch.fd < 0) throw Failure("IO", errnoText("cannot open", patchPath));
   const int64_t patchSize = ::lseek(patch.fd, 0, SEEK_END);
@@ -131,10 +163,7 @@ int64_t apply(const std::string& oldPath, const std::string& patchPath, Sink& si
       const size_t take = static_cast<size_t>(std::min<int64_t>(copyLength - done, static_cast<int64_t>(chunk.size())));
       diff.readExact(chunk.data(), take);
       // As stock bspatch: bytes whose old position falls outside the old file add nothing.
-      for (size_t i = 0; i < take; i++) {
-        const int64_t at = oldPosition + done + static_cast<int64_t>(i);
-        if (at >= 0 && at < oldSize) chunk[i] = static_cast<uint8_t>(chunk[i] + old[at]);
-      }
+      old.addTo(chunk.data(), take, oldPosition + done);
       sink.put(chunk.data(), take);
       done += static_cast<int64_t>(take);
     }
