@@ -1,14 +1,15 @@
 import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import bsdiff from 'bsdiff-node';
+import engine from 'updater-delta-engine';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import { faultPoint } from './fault.js';
 import { decompressFileInto } from './zstd-frames.js';
 
 // Step 6: rebuild the target into the inactive slot. Memory: the zstd stream is
-// decompressed one frame (at most 8 MiB of output) at a time; bspatch (bsdiff-node,
-// native) holds the source slot, the target and the patch in memory while it runs, so
-// a delta costs about source + target bytes, and full mode about one frame.
+// decompressed one frame (at most 8 MiB of output) at a time into the patch file; the
+// delta engine's streaming bspatch (native/delta) maps the source slot, reads the patch's
+// three bzip2 streams as it goes and writes the target 1 MiB at a time, so a delta costs
+// the source slot's pages plus a few MiB, and full mode about one frame.
 
 const PATCH_FILE = '.patch';
 
@@ -34,8 +35,9 @@ export async function applyDelta(slotDir: string, transferPath: string, sourceSl
   try {
     await decompressTo(transferPath, patchPath);
     try {
-      bsdiff.patchSync(sourceSlot, targetSlot, patchPath);
+      engine.patch(sourceSlot, patchPath, targetSlot);
     } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'DELTA_DISK_FULL') throw new UpdaterError('AGENT_DISK_FULL', `${targetSlot}: no space left on the device`);
       throw isUpdaterError(err) ? err
         : new UpdaterError('AGENT_RECONSTRUCTION_MISMATCH', `bspatch could not apply the delta: ${(err as Error).message}`);
     }

@@ -1,109 +1,112 @@
-import { readFile, rm } from 'node:fs/promises';
-import bsdiff from 'bsdiff-node';
-import runDiffTask, { DELTA_ZSTD_LEVEL } from '../src/actors/diff-pool/task.js';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { applyDelta } from '../agent/apply.js';
+import runDiffTask from '../src/actors/diff-pool/task.js';
+import type { DeltaEngine } from '../src/shared/config/types.js';
 import type { DiffTask } from '../src/messages/diff.js';
-import { tempPathFor } from '../src/shared/durable-file.js';
 import { sha256File } from '../src/shared/hash.js';
+import { makeFixture } from '../test/helpers/fixture.js';
+import { heartbeatUntilSigned } from '../test/helpers/http.js';
+import { startTestServer } from '../test/helpers/server.js';
 
 // One measurement in a fresh Node.js process, so its peak RSS (`maxRSS`) belongs to that
 // measurement alone. Prints one JSON line on stdout.
 //
-//   pipeline  the diff-pool task exactly as the pool runs it (source hash check, bsdiff,
-//             verification bspatch, zstd), with the target bytes handed over from the
-//             target cache as the store-keeper does when the target fits its budget
-//   parts     the same steps one by one, to see where the time goes
+//   pipeline  the diff-pool task exactly as the pool runs it (hash checks, the engine, its
+//             verification, zstd); with bsdiff-node also the target bytes handed over from
+//             the target cache, as the store-keeper does
+//   apply     the agent's delta step (zstd frames to .patch, streaming bspatch into a slot)
+//   server    the real server path: publish both versions, heartbeat from the old one and
+//             poll until the manifest is signed (the delta generated on demand)
 //   idle      only the modules loaded: Node's own floor, for reading the peaks above
 
 export interface ChildJob {
-  readonly mode: 'pipeline' | 'parts' | 'idle';
+  readonly mode: 'pipeline' | 'apply' | 'server' | 'idle';
+  readonly engine?: DeltaEngine;
   readonly sourcePath: string;
   readonly sourceHash: string;
   readonly targetPath: string;
   readonly targetHash: string;
   readonly workDir: string;
+  /** apply: the zstd-compressed patch. */
+  readonly transferPath?: string;
 }
 
-export interface PipelineOutcome {
+export interface ChildOutcome {
   readonly ms: number;
-  /** CPU time of the task (user + system, all threads of this process). */
+  /** CPU time of this process and the children it waited for (user + system). */
   readonly cpuMs: number;
   readonly maxRssKb: number;
-  readonly deltaBytes: number;
+  readonly deltaBytes?: number;
 }
 
-export interface PartsOutcome {
-  /** Wall and CPU milliseconds of each step. */
-  readonly parts: Record<string, { ms: number; cpuMs: number }>;
-  readonly maxRssKb: number;
+function cpuMs(): number {
+  const self = process.resourceUsage();
+  return (self.userCPUTime + self.systemCPUTime) / 1000;
 }
 
-function cpuMsSince(start: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(start);
-  return (used.user + used.system) / 1000;
-}
-
-async function targetCacheBytes(path: string): Promise<SharedArrayBuffer> {
-  const bytes = await readFile(path);
-  const shared = new SharedArrayBuffer(bytes.length);
-  new Uint8Array(shared).set(bytes);
-  return shared;
-}
-
-async function pipeline(job: ChildJob): Promise<PipelineOutcome> {
-  const targetBytes = await targetCacheBytes(job.targetPath);
+async function pipeline(job: ChildJob): Promise<Omit<ChildOutcome, 'maxRssKb'>> {
+  const engine = job.engine ?? 'native';
+  let targetBytes: SharedArrayBuffer | undefined;
+  if (engine === 'bsdiff-node') {
+    const bytes = await readFile(job.targetPath);
+    targetBytes = new SharedArrayBuffer(bytes.length);
+    new Uint8Array(targetBytes).set(bytes);
+  }
   const task: DiffTask = {
     kind: 'delta', sourcePath: job.sourcePath, sourceHash: job.sourceHash, targetPath: job.targetPath,
-    targetHash: job.targetHash, targetBytes, outDir: job.workDir, workDir: job.workDir,
+    targetHash: job.targetHash, engine, ...(targetBytes ? { targetBytes } : {}), outDir: job.workDir, workDir: job.workDir,
   };
-  const cpu = process.cpuUsage();
+  const cpu = cpuMs();
   const started = performance.now();
   const outcome = await runDiffTask(task);
   const ms = performance.now() - started;
-  const cpuMs = cpuMsSince(cpu);
   if (!outcome.ok) throw new Error(`the diff task failed: ${outcome.error.code} ${outcome.error.message}`);
   await rm(outcome.result.tempPath, { force: true });
-  return { ms, cpuMs, maxRssKb: process.resourceUsage().maxRSS, deltaBytes: outcome.result.size };
+  return { ms, cpuMs: cpuMs() - cpu, deltaBytes: outcome.result.size };
 }
 
-async function parts(job: ChildJob): Promise<PartsOutcome> {
-  const times: PartsOutcome['parts'] = {};
-  const timed = async <T>(name: string, step: () => T | Promise<T>): Promise<T> => {
-    const cpu = process.cpuUsage();
-    const started = performance.now();
-    const value = await step();
-    times[name] = { ms: performance.now() - started, cpuMs: cpuMsSince(cpu) };
-    return value;
-  };
-  const patchPath = tempPathFor(job.workDir);
-  const rebuiltPath = tempPathFor(job.workDir);
+async function apply(job: ChildJob): Promise<Omit<ChildOutcome, 'maxRssKb'>> {
+  const slotDir = await mkdtemp(join(job.workDir, 'slots-'));
   try {
-    await timed('source_hash', () => sha256File(job.sourcePath));
-    await timed('bsdiff', () => bsdiff.diffSync(job.sourcePath, job.targetPath, patchPath));
-    await timed('verify_bspatch', () => bsdiff.patchSync(job.sourcePath, rebuiltPath, patchPath));
-    // The two ways the task checks the rebuilt file: against cached target bytes, or by hash.
-    const target = await targetCacheBytes(job.targetPath);
-    await timed('verify_compare_cached', async () => {
-      if (!(await readFile(rebuiltPath)).equals(new Uint8Array(target))) throw new Error('the rebuilt file differs');
-    });
-    await timed('verify_hash_uncached', async () => {
-      if ((await sha256File(rebuiltPath)).hash !== job.targetHash) throw new Error('the rebuilt file hashes wrong');
-    });
-    // The task's own zstd step (frames, hashing, fsync), reached through its `full` kind.
-    const patchHash = (await sha256File(patchPath)).hash;
-    const compressed = await timed('zstd', () => runDiffTask({ kind: 'full', targetPath: patchPath, targetHash: patchHash, outDir: job.workDir, level: DELTA_ZSTD_LEVEL }));
-    if (!compressed.ok) throw new Error(`zstd step failed: ${compressed.error.message}`);
-    await rm(compressed.result.tempPath, { force: true });
+    const targetSlot = join(slotDir, 'b');
+    const cpu = cpuMs();
+    const started = performance.now();
+    await applyDelta(slotDir, job.transferPath!, job.sourcePath, targetSlot);
+    const ms = performance.now() - started;
+    if ((await sha256File(targetSlot)).hash !== job.targetHash) throw new Error('the agent rebuilt different bytes');
+    return { ms, cpuMs: cpuMs() - cpu };
   } finally {
-    await rm(patchPath, { force: true });
-    await rm(rebuiltPath, { force: true });
+    await rm(slotDir, { recursive: true, force: true });
   }
-  return { parts: times, maxRssKb: process.resourceUsage().maxRSS };
+}
+
+async function server(job: ChildJob): Promise<Omit<ChildOutcome, 'maxRssKb'>> {
+  const fixture = await makeFixture('updater-bench-server-');
+  try {
+    const running = await startTestServer(fixture, [
+      { name: 'app', version: '2', binary: job.targetPath },
+      { name: 'previous', version: '1', binary: job.sourcePath },
+    ], { default_artifact: 'app', store: { delta_engine: job.engine ?? 'native', delta_max_source_mb: 0 } });
+    try {
+      const cpu = cpuMs();
+      const started = performance.now();
+      const manifest = await heartbeatUntilSigned(running.url, job.sourceHash, 'app', 1_800_000);
+      const ms = performance.now() - started;
+      if (!manifest.delta_endpoint) throw new Error('the server signed a full download, not a delta');
+      return { ms, cpuMs: cpuMs() - cpu, deltaBytes: manifest.delta_size };
+    } finally {
+      await running.stop();
+    }
+  } finally {
+    await fixture.cleanup();
+  }
 }
 
 const job = JSON.parse(process.argv[2] ?? '{}') as ChildJob;
-const run = job.mode === 'pipeline' ? pipeline(job) : job.mode === 'parts' ? parts(job) : Promise.resolve({ maxRssKb: process.resourceUsage().maxRSS });
-run.then(
-  (result) => console.log(JSON.stringify(result)),
+const modes = { pipeline, apply, server, idle: async () => ({ ms: 0, cpuMs: 0 }) };
+modes[job.mode](job).then(
+  (result) => console.log(JSON.stringify({ ...result, maxRssKb: process.resourceUsage().maxRSS })),
   (err) => {
     console.error(err instanceof Error ? err.stack : err);
     process.exitCode = 1;

@@ -1,3 +1,4 @@
+import type { DeltaEngine } from '../shared/config/types.js';
 import type { SerializedError } from '../shared/errors.js';
 
 // Tasks for the Piscina diff pool. A task writes one finished temporary file and reports it;
@@ -10,7 +11,8 @@ export type DiffTask =
       readonly sourceHash: string;
       readonly targetPath: string;
       readonly targetHash: string;
-      /** Verified target bytes from the target cache, when it holds them. */
+      readonly engine: DeltaEngine;
+      /** Verified target bytes from the target cache, when it holds them (bsdiff-node only). */
       readonly targetBytes?: SharedArrayBuffer;
       readonly outDir: string;
       readonly workDir: string;

@@ -35,6 +35,7 @@ t.test('configuration validation', async (t) => {
     const config = validateConfig(base(), configPath);
     t.equal(config.defaultArtifact, 'app/linux/arm64', 'one track: default inferred');
     t.equal(config.store.deltaConcurrency, 2);
+    t.equal(config.store.deltaEngine, 'native', 'our delta engine unless bsdiff-node is asked for');
     t.equal(config.retention.enabled, false, 'retention is off by default');
     t.equal(config.retention.intervalMs, 6 * 3600_000);
     t.equal(config.retention.deltaMaxAgeMs, 720 * 3600_000);
@@ -66,6 +67,7 @@ t.test('configuration validation', async (t) => {
     check((d) => (d.admin.token = 'short-token'), 'admin.token', /at least 32 characters/);
     check((d) => (d.store.delta_concurrency = 0), 'store.delta_concurrency', /integer from 1/);
     check((d) => (d.store.delta_concurrency = 'two'), 'store.delta_concurrency', /integer/);
+    check((d) => (d.store.delta_engine = 'xdelta'), 'store.delta_engine', /one of native, bsdiff-node/);
     check((d) => (d.store.target_cache_mb = -1), 'store.target_cache_mb', />= 0/);
     check((d) => (d.manifest = { cache_size: 1.5 }), 'manifest.cache_size', /integer/);
     check((d) => (d.retention = { interval: 'often' }), 'retention.interval', /duration/);

@@ -6,10 +6,12 @@ import type { DiffOutcome, DiffResult, DiffTask } from '../../messages/diff.js';
 import { openTemp, storeWriteError, tempPathFor, writeFully } from '../../shared/durable-file.js';
 import { UpdaterError, serializeError } from '../../shared/errors.js';
 import { sha256File } from '../../shared/hash.js';
+import { nativeDiff } from './native-engine.js';
 
-// One Piscina task: bsdiff then zstd (a delta) or zstd alone (a full file). It verifies its
-// inputs and its own output before it reports, so the store only ever publishes files that
-// rebuild the target bit for bit.
+// One Piscina task: a BSDIFF40 patch then zstd (a delta) or zstd alone (a full file). It
+// verifies its inputs and its own output before it reports, so the store only ever publishes
+// files that rebuild the target bit for bit. The patch comes from the engine the task names
+// (`store.delta_engine`): our native engine in a child process, or bsdiff-node in this thread.
 
 /**
  * zstd is applied frame by frame: @mongodb-js/zstd compresses whole buffers only, and
@@ -36,8 +38,38 @@ export default async function runDiffTask(task: DiffTask): Promise<DiffOutcome> 
 }
 
 async function makeDelta(task: Extract<DiffTask, { kind: 'delta' }>): Promise<Omit<DiffResult, 'durationMs'>> {
-  await expectHash(task.sourcePath, task.sourceHash);
   const patchPath = tempPathFor(task.workDir);
+  try {
+    if (task.engine === 'native') {
+      await nativeDelta(task, patchPath);
+    } else {
+      await bsdiffNodeDelta(task, patchPath);
+    }
+    return await compressFile(patchPath, undefined, task.outDir, DELTA_ZSTD_LEVEL);
+  } finally {
+    await rm(patchPath, { force: true });
+  }
+}
+
+/**
+ * Our engine, in a child process: it writes the patch, then applies it streamed and compares
+ * every rebuilt byte with the target file. Meanwhile this thread checks that the source and
+ * the target files hash to what the store says, so a patch that rebuilds the target file
+ * rebuilds `targetHash`. All three settle before anything is read or removed.
+ */
+async function nativeDelta(task: Extract<DiffTask, { kind: 'delta' }>, patchPath: string): Promise<void> {
+  const settled = await Promise.allSettled([
+    nativeDiff(task.sourcePath, task.targetPath, patchPath),
+    expectHash(task.sourcePath, task.sourceHash),
+    expectHash(task.targetPath, task.targetHash),
+  ]);
+  const failed = settled.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+/** The fallback engine: bsdiff-node holds both files and the patch in memory. */
+async function bsdiffNodeDelta(task: Extract<DiffTask, { kind: 'delta' }>, patchPath: string): Promise<void> {
+  await expectHash(task.sourcePath, task.sourceHash);
   const rebuiltPath = tempPathFor(task.workDir);
   try {
     // The synchronous forms: this pool thread has nothing else to do, and the promise forms
@@ -46,9 +78,7 @@ async function makeDelta(task: Extract<DiffTask, { kind: 'delta' }>): Promise<Om
     // Apply the patch we just made: only a delta that rebuilds the target is ever stored.
     bsdiff.patchSync(task.sourcePath, rebuiltPath, patchPath);
     await expectRebuilt(rebuiltPath, task.targetHash, task.targetBytes);
-    return await compressFile(patchPath, undefined, task.outDir, DELTA_ZSTD_LEVEL);
   } finally {
-    await rm(patchPath, { force: true });
     await rm(rebuiltPath, { force: true });
   }
 }

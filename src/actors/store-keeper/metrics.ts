@@ -8,6 +8,8 @@ export interface BudgetReading {
   running: number;
   /** Live diff threads; 0 when the pool is idle. */
   threads: number;
+  /** Expected peak memory of the delta generations under way, by the engine's formula. */
+  expectedDiffBytes: number;
 }
 
 export interface StoreMetrics {
@@ -30,7 +32,7 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [registry],
   });
-  let read = (): BudgetReading => ({ target: 0, hot: 0, queued: 0, running: 0, threads: 0 });
+  let read = (): BudgetReading => ({ target: 0, hot: 0, queued: 0, running: 0, threads: 0, expectedDiffBytes: 0 });
   new Gauge({
     name: 'updater_cache_bytes',
     help: 'Bytes held by each store cache budget',
@@ -59,6 +61,14 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
     registers: [registry],
     collect() {
       this.set(read().threads);
+    },
+  });
+  new Gauge({
+    name: 'updater_diff_expected_memory_bytes',
+    help: 'Expected peak memory of the delta generations under way (docs/memory.md formula per engine)',
+    registers: [registry],
+    collect() {
+      this.set(read().expectedDiffBytes);
     },
   });
   return {

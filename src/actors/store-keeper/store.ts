@@ -9,6 +9,7 @@ import { publishNoOverwrite, storeWriteError } from '../../shared/durable-file.j
 import { UpdaterError, deserializeError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
+import { expectedGenerationBytes } from '../diff-pool/memory.js';
 import { HotTransferCache, TargetCache } from './caches.js';
 import { copyIntoStore } from './copy-in.js';
 import { binaryName, parseDerivedName, storeLayout, transferKey, transferName, type StoreLayout } from './layout.js';
@@ -40,6 +41,8 @@ export class ContentStore {
   private readonly writability: Writability;
   private seq = 0;
   private draining = false;
+  /** Sum of the expected memory of the delta generations under way (docs/memory.md). */
+  private expectedDiffBytes = 0;
 
   constructor(
     private readonly config: Config,
@@ -67,6 +70,7 @@ export class ContentStore {
       queued: this.pool.queueSize,
       running: this.inflight.size,
       threads: this.pool.threads.length,
+      expectedDiffBytes: this.expectedDiffBytes,
     }));
   }
 
@@ -153,17 +157,26 @@ export class ContentStore {
       }
     }
     return this.singleFlight('delta', to, from, async () => {
-      const targetBytes = await this.targetCache.bytesFor(to, this.binaryPath(to), this.binaries.get(to)!);
-      return this.dispatch({
-        kind: 'delta',
-        sourcePath: this.binaryPath(from),
-        sourceHash: from,
-        targetPath: this.binaryPath(to),
-        targetHash: to,
-        ...(targetBytes ? { targetBytes } : {}),
-        outDir: this.layout.deltas,
-        workDir: this.layout.work,
-      });
+      const engine = this.config.store.deltaEngine;
+      // Only bsdiff-node verifies against cached target bytes; the native engine streams.
+      const targetBytes = engine === 'bsdiff-node' ? await this.targetCache.bytesFor(to, this.binaryPath(to), this.binaries.get(to)!) : undefined;
+      const expected = expectedGenerationBytes(engine, this.binaries.get(from)!, this.binaries.get(to)!);
+      this.expectedDiffBytes += expected;
+      try {
+        return await this.dispatch({
+          kind: 'delta',
+          sourcePath: this.binaryPath(from),
+          sourceHash: from,
+          targetPath: this.binaryPath(to),
+          targetHash: to,
+          engine,
+          ...(targetBytes ? { targetBytes } : {}),
+          outDir: this.layout.deltas,
+          workDir: this.layout.work,
+        });
+      } finally {
+        this.expectedDiffBytes -= expected;
+      }
     });
   }
 

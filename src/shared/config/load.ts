@@ -4,7 +4,7 @@ import { parseTrackKey, trackIdProblem, trackKey } from '../artifact-key.js';
 import { isLogLevel } from '../logger.js';
 import { ConfigError, bool, readYamlFile, duration, int, isMap, refuseUnknown, section, str, strList, type Node } from './fields.js';
 import { readListen } from './listen.js';
-import type { ArtifactConfig, Config } from './types.js';
+import { DELTA_ENGINES, type ArtifactConfig, type Config, type DeltaEngine } from './types.js';
 
 export { ConfigError } from './fields.js';
 
@@ -27,7 +27,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const signing = section(doc, 'signing', 'signing', ['private_key_file']);
   const admin = section(doc, 'admin', 'admin', ['token', 'token_file', 'auth_failure_burst', 'auth_failure_refill_per_second']);
   const store = section(doc, 'store', 'store', ['dir', 'state_file', 'target_cache_mb', 'hot_delta_cache_mb',
-    'delta_concurrency', 'delta_max_source_mb', 'full_compression_level', 'watch_settle', 'publish_roots']);
+    'delta_concurrency', 'delta_max_source_mb', 'delta_engine', 'full_compression_level', 'watch_settle', 'publish_roots']);
   const manifest = section(doc, 'manifest', 'manifest', ['cache_size', 'chunk_size', 'retry_after']);
   const coap = section(doc, 'coap', 'coap', ['dedup_cache_bytes', 'max_in_flight']);
   const fleet = section(doc, 'fleet', 'fleet', ['enabled', 'flush_interval', 'buffer_mb', 'device_max_age', 'report_max_age']);
@@ -67,6 +67,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       hotDeltaCacheMb: int(store, 'hot_delta_cache_mb', 'store', 64, 0),
       deltaConcurrency: int(store, 'delta_concurrency', 'store', 2, 1, 64),
       deltaMaxSourceMb: int(store, 'delta_max_source_mb', 'store', 512, 0),
+      deltaEngine: deltaEngine(store),
       fullCompressionLevel: int(store, 'full_compression_level', 'store', 19, 1, 22),
       // A watched binary must stay unchanged this long before it is republished.
       watchSettleMs: duration(store, 'watch_settle', 'store', '5s', 100),
@@ -126,6 +127,14 @@ function readDatabase(doc: Node, storeDir: string, pathOf: (p: string) => string
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) throw new ConfigError('database', 'must be a file path or a postgres:// URL (no other scheme is supported)');
   return pathOf(value);
+}
+
+function deltaEngine(store: Node): DeltaEngine {
+  const engine = str(store, 'delta_engine', 'store', 'native')!;
+  if (!(DELTA_ENGINES as readonly string[]).includes(engine)) {
+    throw new ConfigError('store.delta_engine', `must be one of ${DELTA_ENGINES.join(', ')}`);
+  }
+  return engine as DeltaEngine;
 }
 
 function readAdminToken(admin: Node, pathOf: (p: string) => string): string {

@@ -1,5 +1,9 @@
 import type { LogLevel } from '../logger.js';
 
+/** Delta engines: our own (native/delta) and bsdiff-node, kept as the fallback. */
+export const DELTA_ENGINES = ['native', 'bsdiff-node'] as const;
+export type DeltaEngine = (typeof DELTA_ENGINES)[number];
+
 /** A track as the configuration declares it, with `binary` resolved to an absolute path. */
 export interface ArtifactConfig {
   readonly key: string;
@@ -45,6 +49,7 @@ export interface Config {
     readonly hotDeltaCacheMb: number;
     readonly deltaConcurrency: number;
     readonly deltaMaxSourceMb: number;
+    readonly deltaEngine: DeltaEngine;
     readonly fullCompressionLevel: number;
     /** How long a watched binary must stay unchanged before it is republished. */
     readonly watchSettleMs: number;

@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import engine from 'updater-delta-engine';
+import { UpdaterError } from '../../shared/errors.js';
+
+// The native delta engine (native/delta: SA-IS suffix array, classic BSDIFF40 output) runs
+// as a program in a child process: a crash or an out-of-memory kill of native code ends the
+// child and fails this one generation, never the server. The program writes the patch and
+// then applies it, streamed, comparing every rebuilt byte with the target before it exits 0.
+
+export interface EngineReport {
+  readonly patchBytes: number;
+  readonly controls: number;
+  readonly sortSeconds: number;
+  readonly scanSeconds: number;
+  readonly diffSeconds: number;
+  readonly verifySeconds: number;
+}
+
+/** Longest stderr kept for the error message; the program prints one short JSON line. */
+const MAX_STDERR = 4096;
+
+/** Runs `program diff` (the engine's program unless a test hands another). */
+export function nativeDiff(sourcePath: string, targetPath: string, patchPath: string, program = engine.programPath): Promise<EngineReport> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, ['diff', sourcePath, targetPath, patchPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      if (stderr.length < MAX_STDERR) stderr += text;
+    });
+    child.once('error', (err) => reject(new UpdaterError('DIFF_FAILED', `the delta engine could not start: ${err.message}`)));
+    child.once('close', (code, signal) => {
+      if (code === 0) {
+        try {
+          resolve(JSON.parse(stdout) as EngineReport);
+        } catch {
+          reject(new UpdaterError('DIFF_FAILED', `the delta engine printed no report: ${stdout.slice(0, 200)}`));
+        }
+        return;
+      }
+      reject(engineFailure(code, signal, stderr));
+    });
+  });
+}
+
+function engineFailure(code: number | null, signal: NodeJS.Signals | null, stderr: string): UpdaterError {
+  if (signal) {
+    return new UpdaterError('DIFF_FAILED', `the delta engine was ended by ${signal}`, { signal });
+  }
+  let reported: { code?: string; message?: string } = {};
+  try {
+    reported = JSON.parse(stderr.trim().split('\n').pop() ?? '{}') as typeof reported;
+  } catch {
+    reported = { message: stderr.trim().slice(0, 500) };
+  }
+  // MISMATCH: the patch did not rebuild the target; it is never published.
+  return new UpdaterError('DIFF_FAILED', `the delta engine failed (${reported.code ?? `exit ${code}`}): ${reported.message ?? ''}`,
+    { engineCode: reported.code ?? null, exitCode: code });
+}
