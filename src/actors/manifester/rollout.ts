@@ -1,3 +1,4 @@
+import type { RolloutView } from '../../messages/manifester.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { RolloutPlan } from '../../shared/rollout-plan.js';
 import { inCohort } from './cohort.js';
@@ -51,24 +52,6 @@ export interface Rollout {
    * not sent back to the stable target either (no downgrade), only forward to this target.
    */
   readonly held: readonly string[];
-}
-
-/** The rollout as the admin API shows it (interface.md). */
-export interface RolloutView {
-  target_hash: string;
-  target_version: string;
-  stable_hash: string | null;
-  percent: number;
-  steps: number[];
-  step_interval: string;
-  max_failure_rate: number;
-  min_reports: number;
-  state: RolloutState;
-  paused_reason: PausedReason | null;
-  rollback: boolean;
-  reports: { success: number; failure: number };
-  started_at: number;
-  next_step_at: number | null;
 }
 
 /** How many replaced targets are remembered as held. */
@@ -185,6 +168,12 @@ export function rolloutView(r: Rollout): RolloutView {
     started_at: Math.floor(r.startedAtMs / 1000),
     next_step_at: r.nextStepAtMs === null ? null : Math.ceil(r.nextStepAtMs / 1000),
   };
+}
+
+/** A republish of the same bytes under another version label. */
+export function relabel(r: Rollout, version: string): Rollout {
+  const label = (ref: TargetRef | null) => (ref && ref.hash === r.target.hash ? { ...ref, version } : ref);
+  return { ...r, target: { ...r.target, version }, stable: label(r.stable) };
 }
 
 function completed(r: Rollout): Rollout {
