@@ -149,6 +149,6 @@ export interface TrackAdminApi {
   reloadTracks(artifact?: string): Promise<ReloadOutcome>;
   /** ROLLOUT_NOT_FOUND for a track without a rollout, ROLLOUT_CONFLICT for an action its state forbids. */
   controlRollout(command: RolloutCommand): Promise<RolloutView>;
-  /** The rollout of a track (null when it has none); ARTIFACT_NOT_FOUND for an unknown track. */
+  /** The rollout of a track; null when it has none or is not a track (any more). */
   rolloutOf(artifact: string): Promise<RolloutView | null>;
 }

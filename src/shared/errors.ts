@@ -33,6 +33,13 @@ export const ERRORS = {
   ACTOR_UNAVAILABLE: { http: 503, coap: '5.03', message: 'an internal component is restarting' },
   SHUTTING_DOWN: { http: 503, coap: '5.03', message: 'the server is shutting down' },
   OVERLOADED: { http: 503, coap: '5.03', message: 'too many requests in flight; retry later' },
+  // Fleet inventory (docs/fleet.md).
+  UNKNOWN_QUERY_PARAMETER: { http: 400, coap: '4.00', message: 'the query string names a parameter this call does not take' },
+  INVALID_LIMIT: { http: 400, coap: '4.00', message: 'limit must be an integer from 1 to 1000' },
+  INVALID_CURSOR: { http: 400, coap: '4.00', message: 'the cursor is not one this server handed out' },
+  DEVICE_NOT_FOUND: { http: 404, coap: '4.04', message: 'no device with that id is in the inventory' },
+  FLEET_DISABLED: { http: 404, coap: '4.04', message: 'the fleet inventory is turned off (fleet.enabled: false)' },
+  DATABASE_UNREACHABLE: { http: 503, coap: '5.03', message: 'the fleet database cannot be reached' },
   CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid' },
   STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt' },
   STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied' },

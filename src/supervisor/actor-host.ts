@@ -6,6 +6,8 @@ import { wrapPort, releaseRemote, type Remote } from '../shared/rpc.js';
 /** How long each actor may take to say Ready (its async setup). */
 export const READY_DEADLINE_MS: Record<ActorName, number> = {
   'store-keeper': 120_000,
+  // Opens the database and applies its migrations.
+  fleet: 120_000,
   // Registers the configured binaries, streaming each into the store.
   manifester: 15 * 60_000,
   sweeper: 15_000,

@@ -1,4 +1,5 @@
 import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
+import { FLEET_DEADLINES_MS, type FleetApi, type RolloutHealth } from '../../messages/fleet.js';
 import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
 import { CountLru } from '../../shared/lru.js';
 import { serializeError } from '../../shared/errors.js';
@@ -63,7 +64,11 @@ await runActor(async (ctx) => {
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
   // which fails the start.
   await admin.boot();
-  const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health: undefined, tickMs: ROLLOUT_TICK_MS });
+  // Without the fleet inventory there are no report counts: rollouts step and obey commands, but never pause themselves.
+  const health = config.fleet.enabled
+    ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call<FleetApi, RolloutHealth[]>('fleet', (f) => f.rolloutHealth(queries), FLEET_DEADLINES_MS.rolloutHealth)
+    : undefined;
+  const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
   rollouts.start();
 
   return {

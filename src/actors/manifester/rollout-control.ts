@@ -1,6 +1,5 @@
 import type { RolloutCommand, RolloutView } from '../../messages/manifester.js';
 import { parseTrackKey, trackKey } from '../../shared/artifact-key.js';
-import { UpdaterError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { advance, applyAction, judgeHealth, rolloutView, setPercent } from './rollout.js';
 import type { TrackAdmin } from './track-admin.js';
@@ -54,9 +53,8 @@ export class RolloutControl {
 
   view(artifact: string): RolloutView | null {
     const key = trackKey(parseTrackKey(artifact));
-    const track = this.deps.tracks.get(key);
-    if (!track) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`, { artifact: key });
-    return track.rollout ? rolloutView(track.rollout) : null;
+    const rollout = this.deps.tracks.get(key)?.rollout;
+    return rollout ? rolloutView(rollout) : null;
   }
 
   /** One round: health first, then the timer. Errors are logged; the next tick tries again. */
