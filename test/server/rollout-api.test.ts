@@ -23,12 +23,7 @@ t.test('a staged rollout through the admin API', async (t) => {
     { name: 'app', version: '1.0.0', binary: v1.path },
     { name: 'other', version: '1.0.0', binary: other.path },
   ], { default_artifact: 'app', store: { full_compression_level: 1, state_file: join(fixture.dir, 'state.json') } });
-  let stopped = false;
-  const stopFirst = async () => {
-    if (!stopped) await s.stop();
-    stopped = true;
-  };
-  t.teardown(stopFirst);
+  t.teardown(() => s.stop());
   const url = s.server.url;
   const publish = (body: Record<string, unknown>) => adminCall(url, 'POST', '/admin/artifacts', body);
   const rollout = (body: Record<string, unknown>) => adminCall(url, 'POST', '/admin/rollout', body);
@@ -136,58 +131,4 @@ t.test('a staged rollout through the admin API', async (t) => {
     for (const action of ['pause', 'resume', 'complete', 'abort']) t.equal((await rollout({ artifact: 'app', action })).status, 409, `${action} after abort`);
     t.equal((await rollout({ artifact: 'app', percent: 20 })).status, 409, 'percent after abort');
   });
-
-  await t.test('a rollout survives a restart; completing it makes its target stable for everyone', async (t) => {
-    t.equal((await publish({ name: 'app', version: '2.0.0', binary: v2.path, rollout: { steps: [25, 100], step_interval: '1h' } })).status, 200);
-    t.match((await rollout({ artifact: 'app', action: 'pause' })).json, { state: 'paused' });
-    const before = (await trackOf(url, 'app')).rollout;
-    await stopFirst();
-    const again = await startCoapTestServer(fixture, [
-      { name: 'app', version: '1.0.0', binary: v1.path },
-      { name: 'other', version: '1.0.0', binary: other.path },
-    ], { default_artifact: 'app', store: { full_compression_level: 1, state_file: join(fixture.dir, 'state.json') } });
-    t.teardown(() => again.stop());
-    // The configuration names app at v1: configuration wins for its tracks, and v1 replaces the rollout.
-    t.match((await trackOf(again.server.url, 'app')), { hash: v1.hash, rollout: null }, 'a configured track is republished from its file at boot');
-    t.not(before, null);
-  });
-});
-
-t.test('an API track keeps its rollout across a restart and completes on its timer', async (t) => {
-  const fixture = await makeFixture();
-  t.teardown(() => fixture.cleanup());
-  const base = await fixture.writeBinary('base.bin', firmware(10_000, 'rr-base'));
-  const a1 = await fixture.writeBinary('a1.bin', firmware(20_000, 'rr-a1'));
-  const a2 = await fixture.writeBinary('a2.bin', nextVersion(await readFile(a1.path), 'rr-a2'));
-  const overrides = { store: { full_compression_level: 1, state_file: join(fixture.dir, 'state.json') } };
-  const first = await startCoapTestServer(fixture, [{ name: 'base', version: '1', binary: base.path }], overrides);
-  const url1 = first.server.url;
-  const first1 = await adminCall(url1, 'POST', '/admin/artifacts', { name: 'fw', os: 'linux', arch: 'arm64', version: '1', binary: a1.path, rollout: { steps: [20, 100], step_interval: '1h' } });
-  t.match(first1.json.rollout, { stable_hash: null, state: 'running', percent: 20 }, 'the first target of a track has no stable target');
-  const [out] = cohortIds(a1.hash, 20, false, 1);
-  t.match((await deviceHeartbeat(url1, out!, randomHash(), 'fw/linux/arm64')).json, { update_available: false }, 'outside the cohort with no stable target: no update');
-  t.equal((await adminCall(url1, 'POST', '/admin/rollout', { artifact: 'fw/linux/arm64', action: 'complete' })).status, 200);
-  const second = await adminCall(url1, 'POST', '/admin/artifacts', { name: 'fw', os: 'linux', arch: 'arm64', version: '2', binary: a2.path, rollout: { steps: [30, 60, 100], step_interval: '2s', max_failure_rate: 0.5, min_reports: 3 } });
-  t.match(second.json.rollout, { stable_hash: a1.hash, state: 'running', percent: 30 });
-  const paused = await adminCall(url1, 'POST', '/admin/rollout', { artifact: 'fw/linux/arm64', action: 'pause' });
-  await first.stop();
-
-  const again = await startCoapTestServer(fixture, [{ name: 'base', version: '1', binary: base.path }], overrides);
-  t.teardown(() => again.stop());
-  const url = again.server.url;
-  const restored = (await trackOf(url, 'fw/linux/arm64')).rollout;
-  t.same(restored, paused.json, 'the rollout is back exactly as it was');
-  const [mid] = cohortIds(a2.hash, 30, true, 1);
-  t.match((await deviceHeartbeat(url, mid!, a1.hash, 'fw/linux/arm64')).json, { update_available: false, target_hash: a1.hash }, 'still paused after the restart');
-  t.equal((await adminCall(url, 'POST', '/admin/rollout', { artifact: 'fw/linux/arm64', action: 'resume' })).status, 200);
-  const steps: number[] = [];
-  const done = await eventually('the rollout steps to completion', async () => {
-    const r = (await trackOf(url, 'fw/linux/arm64')).rollout;
-    if (steps[steps.length - 1] !== r.percent) steps.push(r.percent);
-    return r;
-  }, (r) => r.state === 'complete', 60_000);
-  t.match(done, { percent: 100, stable_hash: a2.hash, next_step_at: null });
-  t.same(steps.filter((p) => p > 30), steps.includes(60) ? [60, 100] : [100], 'it went through its steps in order');
-  const [late] = cohortIds(a2.hash, 30, false, 1);
-  t.match((await deviceHeartbeat(url, late!, a1.hash, 'fw/linux/arm64')).json, { update_available: true, target_hash: a2.hash }, 'complete: everyone is offered the target');
 });
