@@ -1,3 +1,4 @@
+import { Counter } from 'prom-client';
 import type { FleetApi, FleetBatch, HeartbeatRecord, ReportRecord } from '../messages/fleet.js';
 import type { HeartbeatRequest } from '../messages/manifester.js';
 import type { HeartbeatFields, UpdateReport } from '../shared/device-messages.js';
@@ -82,5 +83,15 @@ export class FleetFeed {
 
 /** The feed of a front-end: to the fleet actor, or nowhere when the inventory is turned off. */
 export function fleetFeedFor(ctx: ActorContext): FleetFeed {
-  return new FleetFeed(ctx.config.fleet.enabled ? (batch) => ctx.peer<FleetApi>('fleet').record(batch) : undefined);
+  const feed = new FleetFeed(ctx.config.fleet.enabled ? (batch) => ctx.peer<FleetApi>('fleet').record(batch) : undefined);
+  new Counter({
+    name: 'updater_fleet_feed_lost_total',
+    help: 'Inventory records a front-end could not hand to the fleet actor (restarting, or 20,000 queued)',
+    registers: [ctx.registry],
+    collect() {
+      this.reset();
+      this.inc(feed.lost);
+    },
+  });
+  return feed;
 }

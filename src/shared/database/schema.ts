@@ -34,9 +34,19 @@ export interface ReportsTable {
   received_at: number;
 }
 
+/** Devices per track and version, maintained by each flush (the summary reads it). */
+export interface FleetVersionsTable {
+  artifact: string;
+  version_hash: string;
+  /** The version text last reported with this hash. */
+  version: string;
+  devices: number;
+}
+
 export interface Database {
   devices: DevicesTable;
   reports: ReportsTable;
+  fleet_versions: FleetVersionsTable;
 }
 
 export type Engine = 'sqlite' | 'postgres';

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
 import * as q from '../../../src/actors/fleet/queries.js';
 import { openDatabase } from '../../../src/shared/database/connect.js';
@@ -28,6 +28,14 @@ for (const engine of ENGINES) {
       await rm(dir, { recursive: true, force: true });
     });
 
+    /** fleet_versions must always equal a fresh count of the devices table. */
+    const countsAgree = async (t: Test) => {
+      const fresh = await db.selectFrom('devices').select((eb) => ['artifact', 'version_hash', eb.fn.countAll<number>().as('devices')])
+        .groupBy(['artifact', 'version_hash']).execute();
+      const key = (r: { artifact: string; version_hash: string; devices: number | string | bigint }) => `${r.artifact} ${r.version_hash} ${Number(r.devices)}`;
+      t.same((await q.versionCounts(db)).map(key).sort(), fresh.map(key).sort(), 'the kept counts equal a fresh count');
+    };
+
     await t.test('an upsert keeps first_seen and moves everything else', async (t) => {
       await q.writeBatch(db, [hb('dev-b'), hb('dev-a', { artifact: 'other' })], []);
       await q.writeBatch(db, [hb('dev-b', { versionHash: H(2), version: '1.1.0', transport: 'coap', receivedAtMs: NOW + 60_000 })], []);
@@ -38,6 +46,15 @@ for (const engine of ENGINES) {
         first_seen: NOW / 1000, last_seen: NOW / 1000 + 60, last_report: null, reports: [],
       });
       t.equal(await q.deviceWithReports(db, 'nobody'), null);
+      await countsAgree(t);
+      // Devices move between versions and tracks, within one flush and across flushes.
+      await q.writeBatch(db, [hb('dev-a', { versionHash: H(3) }), hb('dev-c', { artifact: 'other' })], []);
+      await q.writeBatch(db, [hb('dev-a', { versionHash: H(1), artifact: 'app/linux/arm64' }), hb('dev-c', { artifact: 'other', versionHash: H(3) })], []);
+      await countsAgree(t);
+      await q.writeBatch(db, [hb('dev-c', { artifact: 'third', versionHash: H(1) })], []);
+      await q.writeBatch(db, [hb('dev-a', { artifact: 'other' })], []);
+      await countsAgree(t);
+      t.same((await q.summary(db, 'other', NOW)).versions, [{ version_hash: H(1), version: '1.0.0', devices: 1 }], 'a track left by every device lists none of them');
     });
 
     await t.test('pages follow device_id in code-point order with a cursor, and filters combine', async (t) => {
@@ -100,10 +117,11 @@ for (const engine of ENGINES) {
     await t.test('retention deletes devices not seen and reports received before the limits', async (t) => {
       const removed = await q.prune(db, NOW / 1000 - 3 * 3600, NOW / 1000 + 15);
       t.same(removed, { devices: 2, reports: 55 + 4 }, 'p-~ and p-aa, seen 4 h and 5 h ago; the reports received before +15 s');
-      t.equal((await q.listDevices(db, { limit: 1000 })).devices.length, 6);
+      t.equal((await q.listDevices(db, { limit: 1000 })).devices.length, 7);
       t.same(await q.prune(db, undefined, undefined), { devices: 0, reports: 0 }, '0 keeps all');
       const counts = await q.versionCounts(db);
-      t.same(counts.reduce((n, c) => n + c.devices, 0), 6);
+      t.same(counts.reduce((n, c) => n + c.devices, 0), 7);
+      await countsAgree(t);
     });
   });
 }
