@@ -10,9 +10,11 @@ export const READY_DEADLINE_MS: Record<ActorName, number> = {
   fleet: 120_000,
   // Registers the configured binaries, streaming each into the store.
   manifester: 15 * 60_000,
-  sweeper: 15_000,
-  http: 15_000,
-  coap: 15_000,
+  // A hang guard, not a speed goal: on a loaded 2-core machine (the test suite, other work)
+  // starting an isolate and loading its modules alone took more than 15 s.
+  sweeper: 60_000,
+  http: 60_000,
+  coap: 60_000,
 };
 
 /**

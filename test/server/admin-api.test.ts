@@ -108,7 +108,7 @@ t.test('the admin API manages tracks through their whole lifecycle', async (t) =
     const ok = await adminCall(server.url, 'POST', '/admin/loglevel', { level: 'error' });
     t.equal(ok.status, 200);
     t.equal(ok.json.level, 'error');
-    t.same([...ok.json.applied].sort(), ['http', 'manifester', 'store-keeper', 'supervisor', 'sweeper']);
+    t.same([...ok.json.applied].sort(), ['fleet', 'http', 'manifester', 'store-keeper', 'supervisor', 'sweeper']);
     const bad = await adminCall(server.url, 'POST', '/admin/loglevel', { level: 'loud' });
     t.equal(bad.status, 400);
     t.equal(bad.json.error.code, 'INVALID_FIELD');

@@ -1,8 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
 import { UpdaterError } from '../errors.js';
 import { migrateToLatest } from './migrations.js';
 import type { Database, Engine } from './schema.js';
@@ -15,10 +13,6 @@ export interface FleetDatabase {
   readonly engine: Engine;
   close(): Promise<void>;
 }
-
-// pg returns int8 (bigint) as text, since JavaScript numbers stop at 2^53; seconds and byte
-// counts stay far below that, so they are read as numbers on both engines alike.
-pg.types.setTypeParser(20, (text: string) => Number(text));
 
 export function engineOf(location: string): Engine {
   return /^postgres(ql)?:\/\//.test(location) ? 'postgres' : 'sqlite';
@@ -37,12 +31,18 @@ export async function openDatabase(location: string, options: { poolSize?: numbe
   const engine = engineOf(location);
   let db: Kysely<Database>;
   try {
+    // Only the driver in use is loaded: each actor thread that opens a database pays for one.
     if (engine === 'postgres') {
+      const { default: pg } = await import('pg');
+      // pg returns int8 (bigint) as text, since JavaScript numbers stop at 2^53; seconds and
+      // byte counts stay far below that, so they are read as numbers on both engines alike.
+      pg.types.setTypeParser(20, (text: string) => Number(text));
       const pool = new pg.Pool({ connectionString: location, max: options.poolSize ?? 4, connectionTimeoutMillis: 5_000 });
       pool.on('error', () => undefined); // an idle client's error; the next query reports it
       db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     } else {
       mkdirSync(dirname(location), { recursive: true });
+      const { default: SqliteDatabase } = await import('better-sqlite3');
       const file = new SqliteDatabase(location);
       // WAL: readers (admin queries) never wait for the flush that writes; NORMAL sync is
       // durable against a process crash, which is what an inventory needs.
