@@ -1,6 +1,5 @@
 import t from 'tap';
 import { adminCall } from '../../helpers/admin.js';
-import { getBytes, metricValue } from '../../helpers/http.js';
 import { firmware, freePort, makeFixture } from '../../helpers/fixture.js';
 import { runUpdater, startTestServer } from '../../helpers/server.js';
 
@@ -30,35 +29,6 @@ t.test('updater load drives a mixed HTTP and CoAP fleet and reports what happene
   t.ok(report.rss_mb.samples >= 2 && report.rss_mb.peak > 0, 'the server RSS was sampled');
   t.ok(report.latency_ms.p50 > 0 && report.latency_ms.p99 >= report.latency_ms.p50);
   t.match(result.stderr, /heartbeats\/s=/, 'live progress on the terminal');
-});
-
-t.test('updater load --fail-rate makes a share of devices fail their update and report it', async (t) => {
-  const fixture = await makeFixture();
-  t.teardown(() => fixture.cleanup());
-  const v1 = await fixture.writeBinary('v1.bin', firmware(20_000, 'fail-1'));
-  const v2 = await fixture.writeBinary('v2.bin', firmware(20_000, 'fail-2'));
-  const coapPort = await freePort();
-  const server = await startTestServer(fixture, [], { listen: { coap: `127.0.0.1:${coapPort}` }, allow_full_download: true });
-  t.teardown(() => server.stop());
-  t.equal((await adminCall(server.url, 'POST', '/admin/artifacts', { name: 'app', version: '1', binary: v1.path })).status, 200);
-  t.equal((await adminCall(server.url, 'POST', '/admin/artifacts', { name: 'app', version: '2', binary: v2.path })).status, 200);
-  const result = await runUpdater([
-    'load', '--url', server.url, '--coap-url', `coap://127.0.0.1:${coapPort}`, '--coap-share', '0.3',
-    '--devices', '100', '--rate', '100', '--duration', '5s', '--old-share', '1', '--fail-rate', '0.3',
-    '--admin-token-file', fixture.tokenPath, '--json',
-  ], 60_000);
-  t.equal(result.code, 0, result.stderr);
-  const report = JSON.parse(result.stdout);
-  t.ok(report.updates_applied > 0, `some devices updated (${report.updates_applied})`);
-  t.ok(report.updates_failed > 0, `some failed (${report.updates_failed})`);
-  const share = report.updates_failed / (report.updates_failed + report.updates_applied);
-  t.ok(share > 0.1 && share < 0.5, `about 30 % of the updates failed (${(share * 100).toFixed(0)} %)`);
-  t.equal(report.reports, report.updates_applied + report.updates_failed, 'every attempt was reported');
-  t.ok(report.outcomes.failed_target_skipped > 0, 'a device does not retry a target that failed on it');
-  t.same(Object.keys(report.errors).filter((k) => k !== 'client_saturated'), [], 'no errors');
-  const metrics = (await getBytes(`${server.url}/metrics`)).body.toString();
-  t.equal(metricValue(metrics, 'updater_update_reports_total', { result: 'failure' }), report.updates_failed, 'the server received the failures');
-  t.equal(metricValue(metrics, 'updater_update_reports_total', { result: 'success' }), report.updates_applied);
 });
 
 t.test('updater load refuses bad options', async (t) => {
