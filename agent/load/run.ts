@@ -87,6 +87,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const beat = async (device: Device) => {
     const started = performance.now();
     stats.requests++;
+    // One cycle at a time per device, as a real one: a slow answer must not let the same
+    // device ask again and take the same update twice.
+    device.busy = true;
     try {
       const fields = heartbeatFields(device);
       const answer = await withTimeout(device.transport === 'coap'
@@ -106,32 +109,29 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       if (options.download) await fetchUpdate(device, m.delta_endpoint ?? m.binary_endpoint!, m.delta_hash, m.target_hash);
     } catch (err) {
       stats.error((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    } finally {
+      device.busy = false;
     }
   };
 
   const fetchUpdate = async (device: Device, path: string, transferHash: string, targetHash: string) => {
-    device.busy = true;
-    try {
-      stats.requests++;
-      const { status, size, hash } = await withTimeout(clientOf(device).download(path), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
-      stats.downloads++;
-      stats.bytesDown += size;
-      if (status !== 200) return stats.error(`${device.transport}_download_${status}`);
-      if (hash !== transferHash) return stats.error('download_hash_mismatch');
-      // The swap and reboot are simulated; the boot check fails for the --fail-rate share.
-      const previous = device.versionHash;
-      const success = !device.fails;
-      if (success) {
-        device.versionHash = targetHash;
-        stats.updatesApplied++;
-      } else {
-        device.failedTargets.add(targetHash);
-        stats.updatesFailed++;
-      }
-      await sendReport(device, previous, targetHash, success);
-    } finally {
-      device.busy = false;
+    stats.requests++;
+    const { status, size, hash } = await withTimeout(clientOf(device).download(path), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
+    stats.downloads++;
+    stats.bytesDown += size;
+    if (status !== 200) return stats.error(`${device.transport}_download_${status}`);
+    if (hash !== transferHash) return stats.error('download_hash_mismatch');
+    // The swap and reboot are simulated; the boot check fails for the --fail-rate share.
+    const previous = device.versionHash;
+    const success = !device.fails;
+    if (success) {
+      device.versionHash = targetHash;
+      stats.updatesApplied++;
+    } else {
+      device.failedTargets.add(targetHash);
+      stats.updatesFailed++;
     }
+    await sendReport(device, previous, targetHash, success);
   };
 
   const sendReport = async (device: Device, previous: string, target: string, success: boolean) => {
