@@ -177,7 +177,7 @@ async function seed(database: TestDatabase, count: number): Promise<void> {
 /** A wrk script whose every request is a heartbeat from the next of DEVICES device ids. */
 async function writeCyclingScript(dir: string, hash: string): Promise<string> {
   const path = join(dir, 'cycling.lua');
-  const body = (id: string) => JSON.stringify({ device_id: id, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 268_435_456, free_disk: 1_073_741_824 }, artifact: 'app' });
+  const body = (id: string) => JSON.stringify({ device_id: id, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 268_435_456, free_disk: 1_073_741_824 }, timestamp: 1_800_000_000, artifact: 'app' });
   const [prefix, suffix] = body('@@').split('@@');
   await writeFile(path, [
     'wrk.method = "POST"',
@@ -195,7 +195,7 @@ async function writeCyclingScript(dir: string, hash: string): Promise<string> {
 }
 
 function coapTemplate(hash: string): Buffer {
-  const payload = encodeWithIntegerKeys({ device_id: `bench-${'0'.repeat(ID_DIGITS)}`, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 1 << 28, free_disk: 1 << 30 }, artifact: 'app' }, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
+  const payload = encodeWithIntegerKeys({ device_id: `bench-${'0'.repeat(ID_DIGITS)}`, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 1 << 28, free_disk: 1 << 30 }, timestamp: 1_800_000_000, artifact: 'app' }, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
   return generate({
     code: 'POST', confirmable: true, messageId: 1, token: Buffer.alloc(4),
     options: [{ name: 'Uri-Path', value: Buffer.from('heartbeat') }, { name: 'Content-Format', value: Buffer.from([60]) }],

@@ -39,6 +39,8 @@ t.test('configuration validation', async (t) => {
     t.equal(config.retention.intervalMs, 6 * 3600_000);
     t.equal(config.retention.deltaMaxAgeMs, 720 * 3600_000);
     t.equal(config.allowFullDownload, false);
+    t.same(config.store.publishRoots, [], 'no publish roots unless configured');
+    t.same(validateConfig({ ...base(), store: { dir: 'store', publish_roots: ['builds'] } }, configPath).store.publishRoots, [join(fixture.dir, 'builds')], 'relative roots resolve against the configuration');
     t.ok(Object.isFrozen(config) && Object.isFrozen(config.store), 'frozen once validated');
     t.equal(config.database, join(fixture.dir, 'store', 'updater.db'), 'the fleet database: an SQLite file in the store directory');
     t.same(config.fleet, { enabled: true, flushIntervalMs: 1000, bufferMb: 16, deviceMaxAgeMs: 2160 * 3600_000, reportMaxAgeMs: 720 * 3600_000 });
@@ -95,6 +97,8 @@ t.test('configuration validation', async (t) => {
     check((d) => (d.fleet = { flush_interval: 'fast' }), 'fleet.flush_interval', /duration/);
     check((d) => (d.fleet = { device_max_age: '-1h' }), 'fleet.device_max_age', /duration/);
     check((d) => (d.fleet = { buffer: 1 }), 'fleet.buffer', /not a known key/);
+    check((d) => (d.store.publish_roots = '/srv/builds'), 'store.publish_roots', /list of strings/);
+    check((d) => (d.store.publish_roots = ['/srv', 7]), 'store.publish_roots[1]', /non-empty string/);
   });
 
   t.test('updater serve exits non-zero naming the key, before it listens', async (t) => {

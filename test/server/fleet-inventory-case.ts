@@ -2,7 +2,8 @@ import t from 'tap';
 import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
 import { adminCall, eventually } from '../helpers/admin.js';
 import { startCoapTestServer } from '../helpers/coap.js';
-import { createTestDatabase, ENGINES } from '../helpers/databases.js';
+import type { Engine } from '../../src/shared/database/schema.js';
+import { createTestDatabase } from '../helpers/databases.js';
 import { firmware, makeFixture, randomHash } from '../helpers/fixture.js';
 import { metricValue, postJson } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
@@ -13,7 +14,8 @@ import { startTestServer } from '../helpers/server.js';
 
 const ids = ['dev-c', 'dev-a', 'dev-e', 'dev-b', 'dev-d'];
 
-for (const engine of ENGINES) {
+/** One engine per test file, so that each stays inside the per-file timeout on a loaded machine. */
+export function inventoryCase(engine: Engine): void {
   t.test(`${engine}: the inventory records, lists and summarizes the fleet`, async (t) => {
     const fixture = await makeFixture();
     const database = await createTestDatabase(engine, fixture.dir);
@@ -29,14 +31,14 @@ for (const engine of ENGINES) {
     const old = randomHash();
 
     for (const id of ids) {
-      const body = { device_id: id, version_hash: id === 'dev-e' ? binary.hash : old, version: id === 'dev-e' ? '2.0.0' : '1.0.0', hw_info: { arch: 'arm64', os: 'linux', free_ram: 6_000_000_000, free_disk: 1 }, ...(id === 'dev-a' ? { artifact: 'app/linux/arm64' } : {}) };
+      const body = { device_id: id, version_hash: id === 'dev-e' ? binary.hash : old, version: id === 'dev-e' ? '2.0.0' : '1.0.0', hw_info: { arch: 'arm64', os: 'linux', free_ram: 6_000_000_000, free_disk: 1 }, timestamp: 1_800_000_000, ...(id === 'dev-a' ? { artifact: 'app/linux/arm64' } : {}) };
       t.equal((await postJson(`${url}/heartbeat`, body)).status, 200);
     }
-    const coap = await client.request({ method: 'POST', path: '/heartbeat', contentFormat: 60, payload: encodeWithIntegerKeys({ device_id: 'dev-coap', version_hash: old, version: '1.0.0', hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 2 } }, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }) });
+    const coap = await client.request({ method: 'POST', path: '/heartbeat', contentFormat: 60, payload: encodeWithIntegerKeys({ device_id: 'dev-coap', version_hash: old, version: '1.0.0', hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 2 }, timestamp: 1_800_000_000 }, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }) });
     t.equal(coap.code, '2.05');
-    t.equal((await postJson(`${url}/heartbeat`, { device_id: 'dev-stray', version_hash: old, artifact: 'nope' })).status, 404, 'an unknown track is not answered...');
-    t.equal((await postJson(`${url}/report`, { device_id: 'dev-b', previous_hash: old, new_hash: binary.hash, success: false, rollback_reason: 'health check failed' })).status, 204);
-    const coapReport = await client.request({ method: 'POST', path: '/report', contentFormat: 60, payload: encodeWithIntegerKeys({ device_id: 'dev-e', previous_hash: old, new_hash: binary.hash, success: true }, REPORT_KEYS) });
+    t.equal((await postJson(`${url}/heartbeat`, { device_id: 'dev-stray', version_hash: old, version: '1', hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 2 }, timestamp: 1_800_000_000, artifact: 'nope' })).status, 404, 'an unknown track is not answered...');
+    t.equal((await postJson(`${url}/report`, { device_id: 'dev-b', previous_hash: old, new_hash: binary.hash, success: false, rollback_reason: 'health check failed', timestamp: 1_800_000_000 })).status, 204);
+    const coapReport = await client.request({ method: 'POST', path: '/report', contentFormat: 60, payload: encodeWithIntegerKeys({ device_id: 'dev-e', previous_hash: old, new_hash: binary.hash, success: true, timestamp: 1_800_000_000 }, REPORT_KEYS) });
     t.equal(coapReport.code, '2.04');
 
     const all = await eventually('six devices listed', () => adminCall(url, 'GET', '/admin/devices'),
@@ -45,7 +47,7 @@ for (const engine of ENGINES) {
     t.equal(all.json.next, null);
     const b = all.json.devices[1];
     t.match(b, { artifact: 'app/linux/arm64', version_hash: old, version: '1.0.0', transport: 'http', hw_info: { arch: 'arm64', os: 'linux', free_ram: 6_000_000_000, free_disk: 1 } }, 'a heartbeat naming no track is recorded under the default track');
-    t.match(b.last_report, { success: false, new_hash: binary.hash, rollback_reason: 'health check failed' });
+    t.match(b.last_report, { success: false, new_hash: binary.hash, rollback_reason: 'health check failed', timestamp: 1_800_000_000 });
     t.ok(b.first_seen > 1_700_000_000 && b.last_seen >= b.first_seen);
     t.equal(all.json.devices[3].transport, 'coap');
 
@@ -104,13 +106,15 @@ for (const engine of ENGINES) {
   });
 }
 
-t.test('with fleet.enabled false the server answers devices and the fleet calls say so', async (t) => {
-  const fixture = await makeFixture();
-  t.teardown(() => fixture.cleanup());
-  const binary = await fixture.writeBinary('app.bin', firmware(1024, 'off'));
-  const server = await startTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: binary.path }], { fleet: { enabled: false } });
-  t.teardown(() => server.stop());
-  t.equal((await postJson(`${server.url}/heartbeat`, { device_id: 'x', version_hash: randomHash() })).status, 200);
-  t.match(await adminCall(server.url, 'GET', '/admin/devices'), { status: 404, json: { error: { code: 'FLEET_DISABLED' } } });
-  t.match(await adminCall(server.url, 'GET', '/admin/fleet?artifact=app'), { status: 404, json: { error: { code: 'FLEET_DISABLED' } } });
-});
+export function fleetDisabledCase(): void {
+  t.test('with fleet.enabled false the server answers devices and the fleet calls say so', async (t) => {
+    const fixture = await makeFixture();
+    t.teardown(() => fixture.cleanup());
+    const binary = await fixture.writeBinary('app.bin', firmware(1024, 'off'));
+    const server = await startTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: binary.path }], { fleet: { enabled: false } });
+    t.teardown(() => server.stop());
+    t.equal((await postJson(`${server.url}/heartbeat`, { device_id: 'x', version_hash: randomHash(), version: '1', hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 2 }, timestamp: 1_800_000_000 })).status, 200);
+    t.match(await adminCall(server.url, 'GET', '/admin/devices'), { status: 404, json: { error: { code: 'FLEET_DISABLED' } } });
+    t.match(await adminCall(server.url, 'GET', '/admin/fleet?artifact=app'), { status: 404, json: { error: { code: 'FLEET_DISABLED' } } });
+  });
+}
