@@ -16,6 +16,7 @@ import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './res
 //                    └──▶ supervisor (metrics)       metrics, restarts, drain
 //                    └──▶ sweeper (gc) ──▶ manifester (references), store-keeper (inventory, remove)
 //   http, coap ──▶ fleet (inventory records after each answer; admin fleet reads) ──▶ manifester (default track)
+//   manifester ──▶ fleet (rollout health counts, once a second while a rollout runs)
 //   devices ─CoAP─▶ coap: the same manifester and store-keeper links as http (no supervisor
 //                   link: /metrics is HTTP only); started only when listen.coap is set.
 //
@@ -38,6 +39,7 @@ const LINKS: readonly (readonly [caller: ActorName, callee: PeerName])[] = [
   ['http', 'fleet'],
   ['coap', 'fleet'],
   ['fleet', 'manifester'],
+  ['manifester', 'fleet'],
 ];
 
 /** The actors this configuration runs: CoAP only when `listen.coap` is set, fleet unless turned off. */

@@ -23,7 +23,7 @@ t.test('the admin API manages tracks through their whole lifecycle', async (t) =
   t.test('GET /admin/artifacts lists the configured track and the inferred default', async (t) => {
     const list = await listTracks(server.url);
     t.equal(list.default, 'app');
-    t.same(list.artifacts, [{ artifact: 'app', name: 'app', os: '', arch: '', version: '1.0.0', hash: app.hash, size: app.size, source: 'config', binary: app.path, history: [] }]);
+    t.same(list.artifacts, [{ artifact: 'app', name: 'app', os: '', arch: '', version: '1.0.0', hash: app.hash, size: app.size, source: 'config', binary: app.path, history: [], rollout: null }]);
   });
 
   const tool1 = await fixture.writeBinary('tool-1.bin', firmware(50_000, 'tool-1'));

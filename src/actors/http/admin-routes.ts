@@ -5,7 +5,7 @@ import type { ManifesterApi } from '../../messages/manifester.js';
 import type { SupervisorApi } from '../../messages/supervisor.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
-import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody } from './admin-body.js';
+import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody, parseRolloutBody } from './admin-body.js';
 import { AdminAuth } from './auth.js';
 import { registerFleetRoutes } from './fleet-routes.js';
 import { readBody } from './body.js';
@@ -128,6 +128,13 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
     sendJson(ex, 200, outcome);
   });
 
+  route('post', '/admin/rollout', 'admin_rollout', async (ex, body) => {
+    const command = parseRolloutBody(await body!);
+    const rollout = await manifester((m) => m.controlRollout(command));
+    ctx.log.info({ artifact: command.artifact, command, state: rollout.state, percent: rollout.percent }, 'admin: rollout changed');
+    sendJson(ex, 200, rollout);
+  });
+
   route('post', '/admin/gc', 'admin_gc', async (ex, body) => {
     await body; // any body is ignored, but it is read (and capped) like the others
     sendJson(ex, 200, await ctx.call<SweeperApi, SweepResult>('sweeper', (s) => s.sweep(), GC_DEADLINE_MS));
@@ -144,7 +151,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   route('any', '/admin/artifacts', 'admin_other', async () => {
     throw new UpdaterError('METHOD_NOT_ALLOWED');
   });
-  for (const path of ['/admin/default', '/admin/reload', '/admin/gc', '/admin/loglevel', '/admin/devices', '/admin/devices/:id', '/admin/fleet']) {
+  for (const path of ['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/loglevel', '/admin/devices', '/admin/devices/:id', '/admin/fleet']) {
     route('any', path, 'admin_other', async () => {
       throw new UpdaterError('METHOD_NOT_ALLOWED');
     });

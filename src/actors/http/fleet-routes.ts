@@ -1,6 +1,6 @@
 import type { DevicePage, DeviceView, FleetApi, FleetSummary, ReportView } from '../../messages/fleet.js';
 import { FLEET_DEADLINES_MS } from '../../messages/fleet.js';
-import type { ManifesterApi, TrackListing } from '../../messages/manifester.js';
+import type { ManifesterApi, RolloutView, TrackListing } from '../../messages/manifester.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
 import type { AdminRoute } from './admin-routes.js';
@@ -37,9 +37,11 @@ export function registerFleetRoutes(route: AdminRoute, ctx: ActorContext): void 
       artifact = listing.default;
     }
     const key = artifact;
-    const summary = await fleet<FleetSummary>((f) => f.summary(key));
-    // The rollout of the track comes from the manifester once staged rollouts exist; a track
-    // without one has none.
-    sendJson(ex, 200, { ...summary, rollout: null });
+    // The inventory comes from the fleet actor, the rollout from the manifester (it owns the tracks).
+    const [summary, rollout] = await Promise.all([
+      fleet<FleetSummary>((f) => f.summary(key)),
+      ctx.call<ManifesterApi, RolloutView | null>('manifester', (m) => m.rolloutOf(key), FLEET_DEADLINES_MS.read),
+    ]);
+    sendJson(ex, 200, { ...summary, rollout });
   });
 }
