@@ -60,13 +60,8 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
     ctx.call<SupervisorApi, R>('supervisor', (s) => fn(s as unknown as SupervisorApi), deadline);
 
   /** Authenticates, then reads the body (when the method has one) and runs the handler. */
-<<<<<<< HEAD
   const route: AdminRoute = (method, path, name, handler) => {
-    app[method](path, (res: HttpResponse, req: HttpRequest) => {
-=======
-  const route = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => {
     for (const app of apps) app[method](path, (res: HttpResponse, req: HttpRequest) => {
->>>>>>> origin/tls-protocol
       const ex = exchange(res);
       const stop = metrics.startRequest(name);
       const finish = () => stop(ex.status ?? 499);

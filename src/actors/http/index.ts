@@ -18,21 +18,10 @@ await runActor(async (ctx) => {
   const downloads = new Set<Promise<void>>();
   let draining = false;
   const metrics = createHttpMetrics(ctx.registry);
-<<<<<<< HEAD
   const fleet = fleetFeedFor(ctx);
-  registerDeviceRoutes(app, { ctx, metrics, downloads, fleet, isDraining: () => draining });
-  registerAdminRoutes(app, { ctx, metrics, isDraining: () => draining });
-  app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
-
-  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new UpdaterError('INTERNAL', `cannot listen on ${host}:${port} (in use or not permitted)`))));
-  });
-  ctx.log.info({ host, port: uWS.us_socket_local_port(listenSocket) }, 'http listening');
-=======
-  registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, isDraining: () => draining });
+  registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, isDraining: () => draining });
   registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
   for (const { app } of listeners) app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
->>>>>>> origin/tls-protocol
 
   // uWS keeps native socket handles on this thread's event loop; a worker that ends with them
   // open aborts the whole process (CheckedUvLoopClose). So every way out closes them first.
