@@ -39,7 +39,7 @@ t.test('HTTPS, a separate admin listener and a verifying agent', async (t) => {
   await heartbeatUntilSigned(server.url, v1.hash, 'app');
 
   t.test('curl --cacert gets a signed manifest over HTTPS; without the CA it refuses the server', async (t) => {
-    const body = JSON.stringify({ device_id: 'curl-1', version_hash: v1.hash, artifact: 'app', timestamp: Math.floor(Date.now() / 1000),
+    const body = JSON.stringify({ device_id: 'curl-1', version_hash: v1.hash, artifact: 'app', timestamp: Math.floor(Date.now() / 1000), version: '1.0.0',
       hw_info: { arch: 'amd64', os: 'linux', free_ram: 1 << 28, free_disk: 1 << 30 } });
     const curl = (extra: string[]) => run('curl', ['-sS', '--max-time', '20', '-H', 'content-type: application/json', '-d', body, ...extra, `${httpsUrl}/heartbeat`]);
     const { stdout } = await curl(['--cacert', pki.caCert]);
