@@ -5,6 +5,7 @@ import { collectMetrics, setLevel } from '../control.js';
 import { fleetFeedFor } from '../fleet-feed.js';
 import { runActor } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
+import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
 import { createHttpMetrics } from './metrics.js';
 import { exchange, sendError } from './respond.js';
 import { registerDeviceRoutes } from './routes.js';
@@ -21,6 +22,8 @@ await runActor(async (ctx) => {
   const fleet = fleetFeedFor(ctx);
   registerDeviceRoutes(app, { ctx, metrics, downloads, fleet, isDraining: () => draining });
   registerAdminRoutes(app, { ctx, metrics, isDraining: () => draining });
+  // The console goes where the admin API is.
+  registerConsoleRoutes([app], { assets: await loadConsoleAssets(), metrics, log: ctx.log });
   app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
 
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
