@@ -63,6 +63,8 @@ export interface DeviceQuery {
   readonly versionHash?: string;
   /** Only devices whose last_seen is at or after this Unix second. */
   readonly seenSince?: number;
+  /** Only devices whose last_seen is before this Unix second (not seen lately). */
+  readonly seenBefore?: number;
   readonly limit: number;
   /** Only device ids after this one (the decoded cursor). */
   readonly after?: string;
@@ -72,6 +74,20 @@ export interface DevicePage {
   devices: DeviceView[];
   /** The last device id of this page when another page may follow (the front-end encodes it). */
   nextAfter: string | null;
+}
+
+/** `GET /admin/reports`, already validated by the front-end. */
+export interface ReportQuery {
+  readonly success?: boolean;
+  /** Only reports of devices on this track. */
+  readonly artifact?: string;
+  readonly limit: number;
+}
+
+/** A report with the device it came from and that device's track ('' for a device never seen by a heartbeat). */
+export interface FleetReportView extends ReportView {
+  device_id: string;
+  artifact: string;
 }
 
 /** `GET /admin/fleet` without its `rollout` field (the manifester's part). */
@@ -101,6 +117,8 @@ export interface FleetApi extends ControlApi {
   /** The device and its last 50 reports, newest first; null when unknown. */
   device(deviceId: string): Promise<(DeviceView & { reports: ReportView[] }) | null>;
   summary(artifact: string): Promise<FleetSummary>;
+  /** The newest reports first, across devices (the console's failed updates). */
+  recentReports(query: ReportQuery): Promise<FleetReportView[]>;
   /**
    * For each target: the latest report per device among those with new_hash = targetHash
    * received at or after `since`, counted by outcome. Pending reports are flushed first.

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
-import type { Engine } from '../../src/shared/database/schema.js';
+import { openDatabase } from '../../src/shared/database/connect.js';
+import type { Database, Engine } from '../../src/shared/database/schema.js';
 
 // Every database test runs on both engines: an SQLite file in the test's directory, and a
 // PostgreSQL database of its own (created here, dropped at the end). The server is the
@@ -43,4 +47,17 @@ export async function createTestDatabase(engine: Engine, dir: string): Promise<T
     location: url.toString(),
     drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
   };
+}
+
+/** A fresh database of the engine, opened, and dropped with its directory when `t` ends. */
+export async function openTestDatabase(t: { teardown(fn: () => Promise<void>): void }, engine: Engine, prefix = 'updater-db-'): Promise<Kysely<Database>> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const target = await createTestDatabase(engine, dir);
+  const { db, close } = await openDatabase(target.location);
+  t.teardown(async () => {
+    await close();
+    await target.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return db;
 }

@@ -102,6 +102,7 @@ await runActor(async (ctx) => {
     listDevices: (query) => q.listDevices(store.db, query),
     device: (id) => q.deviceWithReports(store.db, id),
     summary: (artifact) => q.summary(store.db, artifact, Date.now()),
+    recentReports: (query) => q.recentReports(store.db, query),
     async rolloutHealth(queries) {
       await flush();
       return q.rolloutHealth(store.db, queries);

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { DevicePage, DeviceQuery, DeviceView, FleetSummary, HeartbeatRecord, ReportRecord, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
+import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, HeartbeatRecord, ReportQuery, ReportRecord, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
 import { recountVersions } from '../../shared/database/migrations.js';
 import type { Database, DevicesTable, ReportsTable } from '../../shared/database/schema.js';
 
@@ -123,6 +123,7 @@ export async function listDevices(db: Kysely<Database>, q: DeviceQuery): Promise
   if (q.artifact !== undefined) query = query.where('artifact', '=', q.artifact);
   if (q.versionHash !== undefined) query = query.where('version_hash', '=', q.versionHash);
   if (q.seenSince !== undefined) query = query.where('last_seen', '>=', q.seenSince);
+  if (q.seenBefore !== undefined) query = query.where('last_seen', '<', q.seenBefore);
   if (q.after !== undefined) query = query.where('device_id', '>', q.after);
   const rows = await query.execute();
   const more = rows.length > q.limit;
@@ -136,6 +137,22 @@ export async function deviceWithReports(db: Kysely<Database>, deviceId: string):
   const reports = await db.selectFrom('reports').selectAll().where('device_id', '=', deviceId)
     .orderBy('id', 'desc').limit(DEVICE_REPORTS_SHOWN).execute();
   return { ...deviceView(row), reports: reports.map(reportView) };
+}
+
+/** The newest reports first (by arrival), with each device's current track. */
+export async function recentReports(db: Kysely<Database>, q: ReportQuery): Promise<FleetReportView[]> {
+  let query = db.selectFrom('reports').leftJoin('devices', 'devices.device_id', 'reports.device_id')
+    .selectAll('reports').select('devices.artifact').orderBy('reports.id', 'desc').limit(q.limit);
+  if (q.success !== undefined) query = query.where('reports.success', '=', q.success ? 1 : 0);
+  // The track as a check by primary key per report (as in summary): a plain condition on the
+  // joined column would let SQLite walk the track's devices first.
+  const artifact = q.artifact;
+  if (artifact !== undefined) {
+    query = query.where((eb) => eb.exists(eb.selectFrom('devices as d').select('d.device_id')
+      .whereRef('d.device_id', '=', 'reports.device_id').where('d.artifact', '=', artifact)));
+  }
+  const rows = await query.execute();
+  return rows.map((row) => ({ device_id: row.device_id, artifact: row.artifact ?? '', ...reportView(row) }));
 }
 
 export async function summary(db: Kysely<Database>, artifact: string, nowMs: number): Promise<FleetSummary> {

@@ -81,7 +81,10 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
         return finish();
       }
       // The request object is only valid until the first await: take what is needed now.
-      const query: AdminQuery = { artifact: req.getQuery('artifact'), raw: req.getQuery() ?? '', ...(path.includes('/:') ? { param: req.getParameter(0) } : {}) };
+      // The raw query first: uWS decodes getQuery(key) in place, which garbles the raw query
+      // read after it when a value is percent-encoded (artifact=app%2Flinux%2Farm64).
+      const raw = req.getQuery() ?? '';
+      const query: AdminQuery = { artifact: req.getQuery('artifact'), raw, ...(path.includes('/:') ? { param: req.getParameter(0) } : {}) };
       const body = method === 'post' ? readBody(ex, req, MAX_ADMIN_BODY_BYTES) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
       handler(ex, body, query).then(finish, (err) => {
@@ -146,7 +149,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   route('any', '/admin/artifacts', 'admin_other', async () => {
     throw new UpdaterError('METHOD_NOT_ALLOWED');
   });
-  for (const path of ['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/loglevel', '/admin/devices', '/admin/devices/:id', '/admin/fleet']) {
+  for (const path of ['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/loglevel', '/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports']) {
     route('any', path, 'admin_other', async () => {
       throw new UpdaterError('METHOD_NOT_ALLOWED');
     });

@@ -1,4 +1,4 @@
-import type { DeviceQuery } from '../../messages/fleet.js';
+import type { DeviceQuery, ReportQuery } from '../../messages/fleet.js';
 import { parseDuration } from '../../shared/duration.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
@@ -40,33 +40,51 @@ export function decodeCursor(cursor: string): string {
   return deviceId;
 }
 
-/** `GET /admin/devices?artifact=&version_hash=&seen_within=&limit=&after=` */
-export function parseDeviceQuery(raw: string, nowMs: number): DeviceQuery {
-  const q = parseQuery(raw, ['artifact', 'version_hash', 'seen_within', 'limit', 'after']);
-  let limit = DEFAULT_LIMIT;
-  const limitText = q.get('limit');
-  if (limitText !== undefined) {
-    if (!/^\d{1,7}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > MAX_LIMIT) {
-      throw new UpdaterError('INVALID_LIMIT', `limit must be an integer from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limitText.slice(0, 20))})`);
-    }
-    limit = Number(limitText);
+function parseLimit(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_LIMIT;
+  if (!/^\d{1,7}$/.test(text) || Number(text) < 1 || Number(text) > MAX_LIMIT) {
+    throw new UpdaterError('INVALID_LIMIT', `limit must be an integer from 1 to ${MAX_LIMIT} (got ${JSON.stringify(text.slice(0, 20))})`);
   }
+  return Number(text);
+}
+
+/** A duration parameter (`24h`) as the Unix second that far before now. */
+function secondsAgo(q: Map<string, string>, key: string, nowMs: number): number | undefined {
+  const text = q.get(key);
+  if (text === undefined) return undefined;
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) throw new UpdaterError('INVALID_FIELD', `${key} must be a duration like 15m, 24h or 7d`, { field: key });
+  return Math.floor((nowMs - ms) / 1000);
+}
+
+/** `GET /admin/devices?artifact=&version_hash=&seen_within=&not_seen_for=&limit=&after=` */
+export function parseDeviceQuery(raw: string, nowMs: number): DeviceQuery {
+  const q = parseQuery(raw, ['artifact', 'version_hash', 'seen_within', 'not_seen_for', 'limit', 'after']);
   const artifact = q.get('artifact');
   const versionHash = q.get('version_hash');
-  const seenWithin = q.get('seen_within');
-  let seenSince: number | undefined;
-  if (seenWithin !== undefined) {
-    const ms = parseDuration(seenWithin);
-    if (ms === undefined || ms <= 0) throw new UpdaterError('INVALID_FIELD', 'seen_within must be a duration like 15m, 24h or 7d', { field: 'seen_within' });
-    seenSince = Math.floor((nowMs - ms) / 1000);
-  }
+  const seenSince = secondsAgo(q, 'seen_within', nowMs);
+  const seenBefore = secondsAgo(q, 'not_seen_for', nowMs);
   const after = q.get('after');
   return {
-    limit,
+    limit: parseLimit(q.get('limit')),
     ...(artifact !== undefined ? { artifact: artifactKey(artifact) } : {}),
     ...(versionHash !== undefined ? { versionHash: assertSha256Hex(versionHash, 'version_hash') } : {}),
     ...(seenSince !== undefined ? { seenSince } : {}),
+    ...(seenBefore !== undefined ? { seenBefore } : {}),
     ...(after !== undefined ? { after: decodeCursor(after) } : {}),
+  };
+}
+
+/** `GET /admin/reports?success=&artifact=&limit=` */
+export function parseReportQuery(raw: string): ReportQuery {
+  const q = parseQuery(raw, ['success', 'artifact', 'limit']);
+  const success = q.get('success');
+  if (success !== undefined && success !== 'true' && success !== 'false') throw new UpdaterError('INVALID_FIELD', 'success must be true or false', { field: 'success' });
+  const artifact = q.get('artifact');
+  return {
+    limit: parseLimit(q.get('limit')),
+    ...(success !== undefined ? { success: success === 'true' } : {}),
+    ...(artifact !== undefined ? { artifact: artifactKey(artifact) } : {}),
   };
 }
 

@@ -1,10 +1,10 @@
-import type { DevicePage, DeviceView, FleetApi, FleetSummary, ReportView } from '../../messages/fleet.js';
+import type { DevicePage, DeviceView, FleetApi, FleetReportView, FleetSummary, ReportView } from '../../messages/fleet.js';
 import { FLEET_DEADLINES_MS } from '../../messages/fleet.js';
 import type { ManifesterApi, RolloutView, TrackListing } from '../../messages/manifester.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
 import type { AdminRoute } from './admin-routes.js';
-import { encodeCursor, parseDeviceId, parseDeviceQuery, parseSummaryQuery } from './fleet-query.js';
+import { encodeCursor, parseDeviceId, parseDeviceQuery, parseReportQuery, parseSummaryQuery } from './fleet-query.js';
 import { sendJson } from './respond.js';
 
 // The inventory's admin calls (interface.md, docs/fleet.md): the query is checked here, the
@@ -27,6 +27,11 @@ export function registerFleetRoutes(route: AdminRoute, ctx: ActorContext): void 
     const device = await fleet<(DeviceView & { reports: ReportView[] }) | null>((f) => f.device(id));
     if (!device) throw new UpdaterError('DEVICE_NOT_FOUND', `no device ${JSON.stringify(id)} is in the inventory`);
     sendJson(ex, 200, device);
+  });
+
+  route('get', '/admin/reports', 'admin_reports', async (ex, _body, query) => {
+    const request = parseReportQuery(query.raw);
+    sendJson(ex, 200, { reports: await fleet<FleetReportView[]>((f) => f.recentReports(request)) });
   });
 
   route('get', '/admin/fleet', 'admin_fleet', async (ex, _body, query) => {

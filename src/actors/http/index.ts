@@ -6,6 +6,7 @@ import { fleetFeedFor } from '../fleet-feed.js';
 import { runActor } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { listenExclusive, planListeners } from './listeners.js';
+import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
 import { createHttpMetrics } from './metrics.js';
 import { exchange, sendError } from './respond.js';
 import { registerDeviceRoutes } from './routes.js';
@@ -21,6 +22,8 @@ await runActor(async (ctx) => {
   const fleet = fleetFeedFor(ctx);
   registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, isDraining: () => draining });
   registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
+  // The console goes where the admin API is: listen.admin when set, else the device listeners.
+  registerConsoleRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { assets: await loadConsoleAssets(), metrics, log: ctx.log });
   for (const { app } of listeners) app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
 
   // uWS keeps native socket handles on this thread's event loop; a worker that ends with them

@@ -25,7 +25,7 @@ export function exchange(res: HttpResponse, onAbort?: () => void): Exchange {
 }
 
 const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK', 204: '204 No Content', 206: '206 Partial Content', 400: '400 Bad Request', 401: '401 Unauthorized',
+  200: '200 OK', 204: '204 No Content', 206: '206 Partial Content', 301: '301 Moved Permanently', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
   404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict', 413: '413 Payload Too Large',
   415: '415 Unsupported Media Type', 416: '416 Range Not Satisfiable', 422: '422 Unprocessable Content',
   429: '429 Too Many Requests', 500: '500 Internal Server Error', 501: '501 Not Implemented', 503: '503 Service Unavailable',

@@ -1,0 +1,53 @@
+import { html } from 'htm/preact';
+import { useEffect, useRef } from 'preact/hooks';
+import { signOut } from '../api.js';
+import { href, useRoute } from '../router.js';
+import { DeviceView } from './device.js';
+import { DevicesView } from './devices.js';
+import { FailuresView } from './failures.js';
+import { TrackView } from './track.js';
+import { TracksView } from './tracks.js';
+
+const SECTIONS = [
+  { id: 'tracks', label: 'Tracks' },
+  { id: 'devices', label: 'Devices' },
+  { id: 'failures', label: 'Failures' },
+] as const;
+
+/** The frame around every view: skip link, navigation, sign out, and the routed view. */
+export function Layout() {
+  const route = useRoute();
+  const [section = 'tracks', id] = route.parts;
+  const main = useRef<HTMLElement>(null);
+  const routeKey = location.hash;
+
+  // After a navigation, keyboard and screen-reader users start at the new view's heading.
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    main.current?.querySelector<HTMLElement>('h1')?.focus();
+  }, [routeKey]);
+
+  let view;
+  if (section === 'tracks' && id) view = html`<${TrackView} artifact=${id} />`;
+  else if (section === 'devices' && id) view = html`<${DeviceView} deviceId=${id} />`;
+  else if (section === 'devices') view = html`<${DevicesView} params=${route.params} />`;
+  else if (section === 'failures') view = html`<${FailuresView} />`;
+  else view = html`<${TracksView} />`;
+
+  return html`
+    <a class="skip" href="#main" onClick=${(e: Event) => { e.preventDefault(); main.current?.querySelector<HTMLElement>('h1')?.focus(); }}>Skip to content</a>
+    <header class="top">
+      <span class="brand">updater</span>
+      <nav aria-label="Sections">
+        <ul>
+          ${SECTIONS.map((s) => html`<li><a href=${href([s.id])} aria-current=${section === s.id ? 'page' : undefined}>${s.label}</a></li>`)}
+        </ul>
+      </nav>
+      <button type="button" class="sign-out" onClick=${() => signOut('operator')}>Sign out</button>
+    </header>
+    <main id="main" ref=${main}>${view}</main>`;
+}
