@@ -1,6 +1,7 @@
 import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
 import type { ManifesterApi, TrackListing } from '../../messages/manifester.js';
 import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
+import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
@@ -16,11 +17,21 @@ import { WriteBuffer } from './write-buffer.js';
 const MB = 1024 * 1024;
 /** The devices-per-version gauge is a scan of the inventory: refreshed now and then, not per scrape. */
 const VERSION_GAUGE_MS = 30_000;
+/** How often an embedded database that could not be opened (store full or read-only) is tried again. */
+const REOPEN_MS = 5_000;
 
 await runActor(async (ctx) => {
   const { fleet, retention } = ctx.config;
-  const store = await openDatabase(ctx.config.database);
-  ctx.log.info({ engine: store.engine, database: redactDatabaseUrl(ctx.config.database) }, 'fleet database open');
+  let store: Awaited<ReturnType<typeof openDatabase>> | undefined;
+  const open = async () => {
+    store = await openDatabase(ctx.config.database);
+    ctx.log.info({ engine: store.engine, database: redactDatabaseUrl(ctx.config.database) }, 'fleet database open');
+  };
+  /** The open database; while there is none, admin queries answer DATABASE_UNREACHABLE. */
+  const db = () => {
+    if (!store) throw new UpdaterError('DATABASE_UNREACHABLE', 'the fleet database is not open (the store is full or read-only); retrying', { key: 'database' });
+    return store.db;
+  };
   const buffer = new WriteBuffer(fleet.bufferMb * MB);
   const metrics = createFleetMetrics(ctx.registry, () => ({ bytes: buffer.bytes, budget: buffer.budgetBytes, dropped: buffer.dropped }));
   let flushing: Promise<void> | undefined;
@@ -40,7 +51,7 @@ await runActor(async (ctx) => {
   };
 
   const flushOnce = async (): Promise<void> => {
-    if (buffer.pendingHeartbeats === 0 && buffer.pendingReports === 0) return;
+    if (!store || (buffer.pendingHeartbeats === 0 && buffer.pendingReports === 0)) return;
     const taken = buffer.take();
     const started = Date.now();
     try {
@@ -49,7 +60,7 @@ await runActor(async (ctx) => {
         const key = await resolveDefault();
         heartbeats = heartbeats.map((h) => (h.artifact === '' ? { ...h, artifact: key } : h));
       }
-      await q.writeBatch(store.db, heartbeats, taken.reports);
+      await q.writeBatch(db(), heartbeats, taken.reports);
       buffer.written(taken.heartbeats);
       const done = Date.now();
       const lags = [...taken.heartbeats, ...taken.reports].map((r) => (done - r.receivedAtMs) / 1000);
@@ -78,6 +89,21 @@ await runActor(async (ctx) => {
     timers.push(setTimeout(run, ms));
   };
 
+  // A PostgreSQL URL that cannot be reached stops the start (exit 2, naming the key). The
+  // embedded file lives in the store: when the store is full or read-only the server must still
+  // start and serve devices (they never wait for the inventory), so the fleet actor starts
+  // without it, keeps buffering within its budget, and opens it once the store recovers.
+  try {
+    await open();
+  } catch (err) {
+    if (/^postgres(ql)?:/.test(ctx.config.database)) throw err;
+    ctx.log.error({ err }, 'fleet database cannot be opened: serving devices without the inventory, retrying every 5 s');
+    const retry = () => {
+      if (stopped || store) return;
+      open().then(() => refreshVersions(), () => timers.push(setTimeout(retry, REOPEN_MS)));
+    };
+    timers.push(setTimeout(retry, REOPEN_MS));
+  }
   every(fleet.flushIntervalMs, 'fleet flush', flush);
   // Fleet retention runs on the retention schedule whether or not file retention is enabled:
   // it is what bounds the database on disk under a flood of invented device ids.
@@ -85,11 +111,14 @@ await runActor(async (ctx) => {
     const now = Date.now();
     const devicesBefore = fleet.deviceMaxAgeMs > 0 ? Math.floor((now - fleet.deviceMaxAgeMs) / 1000) : undefined;
     const reportsBefore = fleet.reportMaxAgeMs > 0 ? Math.floor((now - fleet.reportMaxAgeMs) / 1000) : undefined;
+    if (!store) return;
     const removed = await q.prune(store.db, devicesBefore, reportsBefore);
     metrics.pruned(removed.devices, removed.reports);
     ctx.log.info(removed, 'fleet retention done');
   });
-  const refreshVersions = async () => metrics.setVersionCounts(await q.versionCounts(store.db));
+  const refreshVersions = async () => {
+    if (store) metrics.setVersionCounts(await q.versionCounts(store.db));
+  };
   await refreshVersions();
   every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
 
@@ -99,13 +128,13 @@ await runActor(async (ctx) => {
       for (const h of batch.heartbeats) buffer.addHeartbeat(h);
       for (const r of batch.reports) buffer.addReport(r);
     },
-    listDevices: (query) => q.listDevices(store.db, query),
-    device: (id) => q.deviceWithReports(store.db, id),
-    summary: (artifact) => q.summary(store.db, artifact, Date.now()),
-    recentReports: (query) => q.recentReports(store.db, query),
+    listDevices: (query) => q.listDevices(db(), query),
+    device: (id) => q.deviceWithReports(db(), id),
+    summary: (artifact) => q.summary(db(), artifact, Date.now()),
+    recentReports: (query) => q.recentReports(db(), query),
     async rolloutHealth(queries) {
       await flush();
-      return q.rolloutHealth(store.db, queries);
+      return q.rolloutHealth(db(), queries);
     },
     flush,
     metrics: () => collectMetrics(ctx),
@@ -114,7 +143,7 @@ await runActor(async (ctx) => {
       stopped = true;
       for (const t of timers) clearTimeout(t);
       await flush();
-      await store.close();
+      await store?.close();
     },
   } satisfies FleetApi;
 });
