@@ -6,6 +6,11 @@ import { firmware, freePort, makeFixture, randomHash, sha256Hex, type Fixture } 
 import { heartbeat } from '../helpers/http.js';
 import { configDocument, runUpdater, spawnServer, startTestServer, writeConfig, type ArtifactEntry } from '../helpers/server.js';
 
+// A dozen server starts and runs, each with the store's start-up verification and the fleet actor: on a
+// loaded 2-core machine that passes the suite's 180 s per-file timeout without any assertion
+// failing (seen at 182 s), so this file gets more.
+t.setTimeout(600_000);
+
 // Tracks published through the admin API survive restarts through store.state_file, the
 // configuration wins for its own tracks at every boot, and neither a crash in the middle of a
 // publish nor a damaged state file ever leaves the server running with broken tracks.
