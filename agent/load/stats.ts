@@ -1,5 +1,9 @@
-// Counters and a latency record for the load harness. Latencies are kept as raw samples up
-// to a cap (a 60 s run at 10k/s is 600k floats, 2.4 MB) and sorted once for percentiles.
+import { LatencyHistogram } from './latency.js';
+
+// Counters and a latency record for the load harness. Heartbeat latencies are kept as raw
+// samples up to a cap (a 60 s run at 10k/s is 600k floats, 2.4 MB) and sorted once for
+// percentiles; each kind of request (HTTP heartbeat, CoAP heartbeat, download) also has a
+// mergeable histogram, so several load processes can report one figure per kind.
 
 const MAX_SAMPLES = 2_000_000;
 
@@ -15,6 +19,8 @@ export class LoadStats {
   reports = 0;
   readonly errors = new Map<string, number>();
   readonly outcomes = new Map<string, number>();
+  /** Latency by kind of request, e.g. http_heartbeat, coap_heartbeat, download. */
+  readonly kinds = new Map<string, LatencyHistogram>();
   private readonly samples = new Float32Array(MAX_SAMPLES);
   private sampleCount = 0;
   private seen = 0;
@@ -27,6 +33,12 @@ export class LoadStats {
       const slot = Math.floor(Math.random() * this.seen);
       if (slot < MAX_SAMPLES) this.samples[slot] = ms;
     }
+  }
+
+  recordKind(kind: string, ms: number): void {
+    let histogram = this.kinds.get(kind);
+    if (!histogram) this.kinds.set(kind, (histogram = new LatencyHistogram()));
+    histogram.record(ms);
   }
 
   error(kind: string): void {

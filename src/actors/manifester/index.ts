@@ -14,6 +14,7 @@ import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin, storeCannotWrite } from './track-admin.js';
 import { TrackTable } from './tracks.js';
+import { plantedLeak } from './test-leak.js';
 
 /** A delta generation can take minutes; this only bounds how long a lost request is remembered. */
 const GENERATION_DEADLINE_MS = 60 * 60_000;
@@ -71,10 +72,17 @@ await runActor(async (ctx) => {
     : undefined;
   const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
   rollouts.start();
+  const leak = plantedLeak(ctx.log);
 
   return {
-    heartbeats: async (batch) => batch.map((request) => answer(() => manifester.heartbeat(request))),
-    heartbeatsJson: async (batch) => batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request)))),
+    heartbeats: async (batch) => {
+      leak?.(batch.length);
+      return batch.map((request) => answer(() => manifester.heartbeat(request)));
+    },
+    heartbeatsJson: async (batch) => {
+      leak?.(batch.length);
+      return batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request))));
+    },
     health: async () => manifester.health(),
     references: async () => ({
       // A rollout's stable target is still answered to devices: its files stay current.
