@@ -7,7 +7,7 @@ import type { LoadReport } from '../agent/load/run.js';
 import { cpuPlan, onCores } from './pinning.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
-import { scrape, type Scrape } from './soak/scrape.js';
+import { procMemory, scrape, type Scrape } from './soak/scrape.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
 import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdict } from './soak/verdict.js';
 
@@ -82,6 +82,8 @@ export interface SoakResult {
   readonly load: LoadSummary;
   readonly hostile: Record<string, number>;
   readonly cpus: string;
+  /** The server's memory by kind (/proc/PID/status) at the plateau's start and end. */
+  readonly proc: { readonly start?: Record<string, number>; readonly end?: Record<string, number> };
   readonly loadAverage: { readonly start: number[]; readonly end: number[] };
 }
 
@@ -142,7 +144,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     failed.catch(() => undefined);
 
     // Fill: until every gauge has reached its budget, or the fill time is up.
-    const budgets = { targetCacheBytes: s.targetCacheMb * MB, hotCacheBytes: s.hotCacheMb * MB, manifestEntries: s.manifestCacheSize, coapDedupBytes: s.coapDedupBytes, deltaConcurrency: s.deltaConcurrency };
+    const budgets = { targetCacheBytes: s.targetCacheMb * MB, hotCacheBytes: s.hotCacheMb * MB, manifestEntries: s.manifestCacheSize, coapDedupBytes: s.coapDedupBytes, deltaConcurrency: s.deltaConcurrency, largestEntryBytes: s.binaryBytes + 4096 };
     const fillStart = at();
     let readings = fillReadings(samples, budgets);
     while (at() - fillStart < o.fillMaxSeconds && !readings.every((r) => r.filled) && children.every((c) => c.exitCode === null)) {
@@ -153,8 +155,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     o.log(`fill ${readings.every((r) => r.filled) ? 'complete' : 'INCOMPLETE'} after ${fillSeconds.toFixed(0)} s: ${readings.map((r) => `${r.budget} ${r.peak}/${r.limit}`).join(', ')}`);
     for (const child of children) child.send({ type: 'filled' });
     const plateauStart = samples.length;
+    const procStart = await procMemory(server.process.pid);
     await Promise.race([failed, waitUntil(() => reports.plateau.length === o.loadProcesses)]);
     const plateauSamples = samples.slice(plateauStart);
+    const procEnd = await procMemory(server.process.pid);
     await failed;
     const plateau = judgePlateau(plateauSamples, { boundBytes, rssFloorBytesPerMinute: o.limits.rssFloorMbPerMin * MB, actorHeapBytesPerMinute: o.limits.actorHeapMbPerMin * MB });
     const load = summarizeLoad(reports.plateau);
@@ -165,7 +169,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const verdict = load.saturation.length > 0 ? 'INVALID' : reasons.length === 0 ? 'PASS' : 'FAIL';
     return {
       verdict, reasons: verdict === 'INVALID' ? [...load.saturation, ...reasons] : reasons, latencyGoalMet, idleBytes: idle, boundBytes,
-      fill: { seconds: fillSeconds, readings }, plateau, load, hostile, cpus: plan?.description ?? 'not pinned', loadAverage: { start: loadAverageStart, end: loadavg() },
+      fill: { seconds: fillSeconds, readings }, plateau, load, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
     };
   } finally {
     clearInterval(publisher);
@@ -199,6 +203,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     plateau_seconds: Number(r.plateau.seconds.toFixed(0)),
     rss_mb: { idle: mbText(r.idleBytes), bound: mbText(r.boundBytes), peak: mbText(r.plateau.peakBytes), first_floor: mbText(r.plateau.firstFloorBytes), last_floor: mbText(r.plateau.lastFloorBytes), floor_mb_per_min: Number((r.plateau.rssFloorBytesPerMinute / MB).toFixed(3)) },
     actors: actorRows,
+    server_memory_mb: Object.fromEntries(Object.entries(r.proc).map(([when, m]) => [when, Object.fromEntries(Object.entries(m).map(([k, v]) => [k, k === 'Threads' ? v : mbText(v)]))])),
     grown: r.plateau.grown,
     heartbeats_per_s: Math.round(r.load.heartbeatsPerSecond),
     downloads: r.load.downloads,

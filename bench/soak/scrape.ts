@@ -17,6 +17,7 @@ export interface Scrape {
   readonly signedManifests: number;
   readonly coapDedup: number;
   readonly diffsInFlight: number;
+  readonly diffThreads: number;
   readonly fleetBuffer: number;
   readonly heap: Record<string, HeapFigures>;
   readonly blockedSeconds: Record<string, number>;
@@ -64,6 +65,7 @@ export function toScrape(at: number, text: string): Scrape {
     signedManifests: one('updater_signed_manifest_cache_entries'),
     coapDedup: one('updater_coap_dedup_cache_bytes'),
     diffsInFlight: one('updater_diff_jobs', { state: 'in_flight' }),
+    diffThreads: one('updater_diff_threads'),
     fleetBuffer: one('updater_fleet_buffer_bytes', { kind: 'used' }),
     heap,
     blockedSeconds,
@@ -76,6 +78,23 @@ export async function scrape(baseUrl: string, at: number): Promise<Scrape | unde
     const response = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
     if (!response.ok) return undefined;
     return toScrape(at, await response.text());
+  } catch {
+    return undefined;
+  }
+}
+
+/** The server process's memory by kind from /proc (Linux): anonymous, file-backed, shared. */
+export async function procMemory(pid: number | undefined): Promise<Record<string, number> | undefined> {
+  if (pid === undefined) return undefined;
+  try {
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(`/proc/${pid}/status`, 'utf8');
+    const out: Record<string, number> = {};
+    for (const key of ['VmRSS', 'RssAnon', 'RssFile', 'RssShmem', 'Threads']) {
+      const m = new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text);
+      if (m) out[key] = key === 'Threads' ? Number(m[1]) : Number(m[1]) * 1024;
+    }
+    return out;
   } catch {
     return undefined;
   }

@@ -14,6 +14,8 @@ export interface Budgets {
   /** 0 when the server runs no CoAP listener. */
   readonly coapDedupBytes: number;
   readonly deltaConcurrency: number;
+  /** The largest entry a byte cache holds (a full file): an LRU stops short of its budget by up to one. */
+  readonly largestEntryBytes: number;
 }
 
 export interface FillReading {
@@ -24,22 +26,20 @@ export interface FillReading {
   readonly filled: boolean;
 }
 
-/** An LRU of large entries stops short of its budget by up to one entry. */
-const BYTES_FILLED = 0.9;
-
 export function fillReadings(samples: readonly Scrape[], b: Budgets): FillReading[] {
   const peak = (read: (s: Scrape) => number) => samples.reduce((m, s) => Math.max(m, read(s)), 0);
-  const row = (budget: string, gauge: string, limit: number, read: (s: Scrape) => number, share: number): FillReading => {
+  const row = (budget: string, gauge: string, limit: number, read: (s: Scrape) => number, slack: number): FillReading => {
     const p = peak(read);
-    return { budget, gauge, limit, peak: p, filled: p >= limit * share };
+    return { budget, gauge, limit, peak: p, filled: p >= limit - slack };
   };
+  const entry = b.largestEntryBytes;
   const rows = [
-    row('store.target_cache_mb', 'updater_cache_bytes{cache="target"}', b.targetCacheBytes, (s) => s.targetCache, BYTES_FILLED),
-    row('store.hot_delta_cache_mb', 'updater_cache_bytes{cache="hot_transfer"}', b.hotCacheBytes, (s) => s.hotCache, BYTES_FILLED),
-    row('manifest.cache_size', 'updater_signed_manifest_cache_entries', b.manifestEntries, (s) => s.signedManifests, 1),
-    row('store.delta_concurrency', 'updater_diff_jobs{state="in_flight"}', b.deltaConcurrency, (s) => s.diffsInFlight, 1),
+    row('store.target_cache_mb', 'updater_cache_bytes{cache="target"}', b.targetCacheBytes, (s) => s.targetCache, entry),
+    row('store.hot_delta_cache_mb', 'updater_cache_bytes{cache="hot_transfer"}', b.hotCacheBytes, (s) => s.hotCache, entry),
+    row('manifest.cache_size', 'updater_signed_manifest_cache_entries', b.manifestEntries, (s) => s.signedManifests, 0),
+    row('store.delta_concurrency', 'updater_diff_threads', b.deltaConcurrency, (s) => s.diffThreads, 0),
   ];
-  if (b.coapDedupBytes > 0) rows.push(row('coap.dedup_cache_bytes', 'updater_coap_dedup_cache_bytes', b.coapDedupBytes, (s) => s.coapDedup, BYTES_FILLED));
+  if (b.coapDedupBytes > 0) rows.push(row('coap.dedup_cache_bytes', 'updater_coap_dedup_cache_bytes', b.coapDedupBytes, (s) => s.coapDedup, 1024));
   return rows;
 }
 

@@ -1,0 +1,29 @@
+import t from 'tap';
+import { runSoak, soakOptions, type SoakOptions } from '../../bench/soak.js';
+
+// The quick soak against a real server, twice: with a leak planted in the manifester through
+// its test-only fault hook (every heartbeat keeps 4 KiB of its heap), and without. A leak
+// detector that has never caught a leak proves nothing, and one that fails a healthy server
+// is no better. Latency and the harness's saturation are not judged here (the machine is
+// shared with the rest of the suite); the memory judgement is.
+
+const quick = (): SoakOptions => {
+  const base = soakOptions(true, {});
+  return { ...base, pin: false, rate: 200, devices: 1000, windowSeconds: 45, fillMaxSeconds: 90, hostilePerSecond: 5, log: (line) => t.comment(line) };
+};
+
+t.test('the quick soak fails on a planted leak and names the actor that grew', async (t) => {
+  const result = await runSoak({ ...quick(), serverEnv: { UPDATER_TEST_HOOKS: '1', UPDATER_TEST_LEAK_BYTES_PER_HEARTBEAT: '4096' } });
+  t.comment(result.reasons.join('\n'));
+  t.not(result.verdict, 'PASS', 'the soak does not pass');
+  t.equal(result.plateau.grown[0], 'manifester', 'the manifester is named first');
+  t.ok(result.reasons.some((r) => r.startsWith('actor manifester grew')), 'the reason names it');
+});
+
+t.test('the same quick soak passes its memory judgement without the leak', async (t) => {
+  const result = await runSoak(quick());
+  t.comment(result.reasons.join('\n'));
+  t.same(result.plateau.grown, [], 'no actor heap grew');
+  t.same(result.plateau.reasons, [], 'RSS under the bound, floor flat');
+  t.ok(result.fill.readings.every((r) => r.filled), 'every budget was filled first');
+});
