@@ -10,7 +10,6 @@ import { FULL, type SignedManifests } from './signer.js';
 import type { StoreView } from './store-view.js';
 import type { Track, TrackTable } from './tracks.js';
 
-const MB = 1024 * 1024;
 /** How often the same oversize pair is logged at WARN. */
 const OVERSIZE_WARN_INTERVAL_MS = 10 * 60_000;
 
@@ -46,7 +45,7 @@ export class Manifester {
       target: track,
       versionHash: request.versionHash,
       store: this.store,
-      capBytes: this.config.store.deltaMaxSourceMb * MB,
+      capBytes: this.config.store.deltaMaxSourceBytes,
       allowFullDownload: this.config.allowFullDownload,
     });
     this.metrics.decided(decision.row);
@@ -166,7 +165,7 @@ export class Manifester {
       artifact: track.key,
       binary: oversize.hash,
       size: oversize.size,
-      cap_mb: this.config.store.deltaMaxSourceMb,
+      cap_bytes: this.config.store.deltaMaxSourceBytes,
     }, 'binary exceeds store.delta_max_source_mb; serving full mode instead of a delta');
   }
 }

@@ -17,7 +17,6 @@ import { openStoreDirs } from './scan.js';
 
 type EventBody = StoreEvent extends infer E ? (E extends StoreEvent ? Omit<E, 'seq'> : never) : never;
 
-const MB = 1024 * 1024;
 /** Idle diff threads exit after this, so memory returns to the baseline between bursts. */
 const POOL_IDLE_TIMEOUT_MS = 5_000;
 
@@ -46,8 +45,8 @@ export class ContentStore {
     private readonly emit: (event: StoreEvent) => Promise<void>,
   ) {
     this.layout = storeLayout(config.store.dir);
-    this.targetCache = new TargetCache(config.store.targetCacheMb * MB);
-    this.hotCache = new HotTransferCache(config.store.hotDeltaCacheMb * MB);
+    this.targetCache = new TargetCache(config.store.targetCacheBytes);
+    this.hotCache = new HotTransferCache(config.store.hotDeltaCacheBytes);
     this.pool = new Piscina({
       filename: taskFile(),
       minThreads: 0,
@@ -109,12 +108,12 @@ export class ContentStore {
     const existing = this.transfers.get(transferKey('delta', to, from));
     // An existing delta is always served, whatever the size cap says (spec 3.1 row 3).
     if (existing) return Promise.resolve(existing);
-    const capMb = this.config.store.deltaMaxSourceMb;
+    const capBytes = this.config.store.deltaMaxSourceBytes;
     for (const hash of [from, to]) {
       const size = this.binaries.get(hash);
       if (size === undefined) return Promise.reject(new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${hash}`));
-      if (capMb > 0 && size > capMb * MB) {
-        return Promise.reject(new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over store.delta_max_source_mb (${capMb})`, { hash, size }));
+      if (capBytes > 0 && size > capBytes) {
+        return Promise.reject(new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over the store.delta_max_source_mb cap of ${capBytes} bytes`, { hash, size }));
       }
     }
     return this.singleFlight('delta', to, from, async () => {

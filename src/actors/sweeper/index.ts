@@ -6,7 +6,6 @@ import { runActor } from '../runtime.js';
 import { createSweeperMetrics } from './metrics.js';
 import { planSweep } from './policy.js';
 
-const MB = 1024 * 1024;
 /** A sweep of a large store stats every file; give it time. */
 const SWEEP_CALL_DEADLINE_MS = 5 * 60_000;
 
@@ -22,7 +21,7 @@ await runActor(async (ctx) => {
     const inventory = await ctx.call<StoreKeeperApi, StoreInventory>('store-keeper', (s) => s.inventory(), SWEEP_CALL_DEADLINE_MS);
     const plan = planSweep(inventory.derived, inventory.binaries, { current: new Set(refs.current), history: new Set(refs.history) }, {
       deltaMaxAgeMs: retention.deltaMaxAgeMs,
-      deltasMaxTotalBytes: retention.deltasMaxTotalMb * MB,
+      deltasMaxTotalBytes: retention.deltasMaxTotalBytes,
       collectOrphanBinaries: retention.collectOrphanBinaries,
       orphanBinaryMinAgeMs: retention.orphanBinaryMinAgeMs,
     }, Date.now());

@@ -1,4 +1,6 @@
-import type { LogLevel } from '../logger.js';
+import type { ConfigDocument } from './schema.js';
+
+// The Config type is derived from the schema (schema.ts): adding a key there adds it here.
 
 /** A track as the configuration declares it, with `binary` resolved to an absolute path. */
 export interface ArtifactConfig {
@@ -10,41 +12,17 @@ export interface ArtifactConfig {
   readonly binary: string;
 }
 
-/** The validated, frozen configuration every actor receives. Durations are milliseconds. */
-export interface Config {
-  readonly configPath: string;
-  readonly listen: { readonly http: { host: string; port: number }; readonly coap?: { host: string; port: number } };
-  /** The CoAP front-end's own budgets; used only when `listen.coap` is set. */
-  readonly coap: { readonly dedupCacheBytes: number; readonly maxInFlight: number };
-  readonly signing: { readonly privateKeyFile: string };
-  readonly admin: {
-    readonly token: string;
-    readonly authFailureBurst: number;
-    readonly authFailureRefillPerSecond: number;
-  };
-  readonly store: {
-    readonly dir: string;
-    readonly stateFile?: string;
-    readonly targetCacheMb: number;
-    readonly hotDeltaCacheMb: number;
-    readonly deltaConcurrency: number;
-    readonly deltaMaxSourceMb: number;
-    readonly fullCompressionLevel: number;
-    /** How long a watched binary must stay unchanged before it is republished. */
-    readonly watchSettleMs: number;
-  };
-  readonly manifest: { readonly cacheSize: number; readonly chunkSize: number; readonly retryAfterSeconds: number };
-  readonly allowFullDownload: boolean;
-  readonly logLevel: LogLevel;
-  readonly retention: {
-    readonly enabled: boolean;
-    readonly intervalMs: number;
-    readonly historyDepth: number;
-    readonly deltaMaxAgeMs: number;
-    readonly deltasMaxTotalMb: number;
-    readonly collectOrphanBinaries: boolean;
-    readonly orphanBinaryMinAgeMs: number;
-  };
-  readonly artifacts: readonly ArtifactConfig[];
-  readonly defaultArtifact?: string;
-}
+type DeepReadonly<T> = T extends readonly (infer U)[] ? readonly DeepReadonly<U>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
+
+/**
+ * The validated, frozen configuration every actor receives. Durations are milliseconds
+ * (`…Ms`), sizes bytes (`…Bytes`), whatever unit the YAML key is written in.
+ */
+export type Config = DeepReadonly<
+  Omit<ConfigDocument, 'admin' | 'artifacts' | 'target' | 'defaultArtifact'> & {
+    configPath: string;
+    admin: Omit<ConfigDocument['admin'], 'token' | 'tokenFile'> & { token: string };
+    artifacts: ArtifactConfig[];
+    defaultArtifact?: string;
+  }
+>;
