@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
-import { validateHeartbeat } from '../src/shared/device-messages.js';
+import { validateHeartbeat } from '../src/shared/wire/validate.js';
 
 // The baseline for the heartbeat benchmark: a uWebSockets.js handler that reads the POST body
 // and answers fixed bytes, with no parsing, validation or actor hop. It runs in a worker thread,

@@ -1,4 +1,4 @@
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../../src/actors/coap/codec.js';
+import { encodeHeartbeat } from '../../src/shared/wire/cbor.js';
 import { CoapLoadClient } from './coap-transport.js';
 import { buildFleet, discoverTracks, heartbeatFields, type Device } from './fleet.js';
 import { HttpLoadClient } from './http-transport.js';
@@ -85,7 +85,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     try {
       const fields = heartbeatFields(device);
       const answer = await withTimeout(device.transport === 'coap'
-        ? coap!.heartbeat(encodeWithIntegerKeys(fields, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }))
+        ? coap!.heartbeat(encodeHeartbeat(fields))
         : http.heartbeat(JSON.stringify(fields)), HEARTBEAT_DEADLINE_MS, `${device.transport}_heartbeat_timeout`);
       stats.recordLatency(performance.now() - started);
       stats.heartbeats++;

@@ -1,5 +1,6 @@
 import type { SerializedError } from '../shared/errors.js';
-import type { ControlApi } from './lifecycle.js';
+import type { ManifestWire } from '../shared/wire/keys.js';
+import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
 /** What a front-end extracts from a validated heartbeat. */
@@ -10,22 +11,8 @@ export interface HeartbeatRequest {
   readonly artifact: string;
 }
 
-/** ManifestResponse with the JSON keys of interface.md; optional keys are left out when empty. */
-export interface Manifest {
-  update_available: boolean;
-  target_version: string;
-  target_hash: string;
-  target_size: number;
-  delta_size: number;
-  delta_hash: string;
-  chunk_size: number;
-  total_chunks: number;
-  signature?: string;
-  delta_endpoint?: string;
-  binary_endpoint?: string;
-  retry_after?: number;
-  artifact: string;
-}
+/** ManifestResponse with the JSON keys of the device protocol (src/shared/wire/keys.ts). */
+export type Manifest = ManifestWire;
 
 export interface HealthView {
   status: 'ok';
@@ -115,3 +102,21 @@ export interface TrackAdminApi {
   /** Re-reads every file-backed track, or only `artifact` when it is given. */
   reloadTracks(artifact?: string): Promise<ReloadOutcome>;
 }
+
+export const MANIFESTER_DEADLINES_MS = {
+  ...CONTROL_DEADLINES_MS,
+  /** A heartbeat answer is on the device's critical path; anything slower is an outage. */
+  heartbeats: 5_000,
+  heartbeatsJson: 5_000,
+  health: 5_000,
+  /** Asked by the retention sweeper, which is in no hurry. */
+  references: 5 * 60_000,
+  storeEvent: 2_000,
+  listTracks: 10_000,
+  /** Publishing streams a whole binary into the store; a large image on a slow disk takes minutes. */
+  publishTrack: 15 * 60_000,
+  deleteTrack: 10_000,
+  setDefaultTrack: 10_000,
+  /** A reload of everything reads every track's binary, one after another. */
+  reloadTracks: 60 * 60_000,
+} as const satisfies Deadlines<ManifesterApi>;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS } from '../../src/actors/coap/codec.js';
-import { MAX_DEVICE_BODY_BYTES } from '../../src/shared/device-messages.js';
+import { encodeHeartbeat } from '../../src/shared/wire/cbor.js';
+import { MAX_DEVICE_BODY_BYTES } from '../../src/shared/wire/validate.js';
 import { CoapClient, heartbeatCbor, requestDatagram, startCoapTestServer } from '../helpers/coap.js';
 import { firmware, makeFixture } from '../helpers/fixture.js';
 import { getBytes, metricValue } from '../helpers/http.js';
@@ -52,7 +52,7 @@ t.test('hostile input over CoAP', async (t) => {
       ['a byte string declaring 4 GiB', Buffer.from([0x5a, 0xff, 0xff, 0xff, 0xff, 0x00])],
       ['a map declaring 2^32-1 entries', Buffer.from([0xba, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02])],
       ['arrays nested 1000 deep', Buffer.concat([Buffer.alloc(1000, 0x81), Buffer.from([0x01])])],
-      ['maps nested 6 deep', encodeWithIntegerKeys({ device_id: { a: { b: { c: { d: 1 } } } } }, HEARTBEAT_KEYS)],
+      ['maps nested 6 deep', encodeHeartbeat({ device_id: { a: { b: { c: { d: 1 } } } } })],
       ['an indefinite array never closed', Buffer.from([0x9f, 0x9f, 0x9f, 0x01])],
       ['a CBOR integer instead of a map', Buffer.from([0x01])],
       ['trailing bytes after the map', Buffer.concat([whole, Buffer.from([0x00])])],

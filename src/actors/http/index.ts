@@ -7,6 +7,7 @@ import { registerAdminRoutes } from './admin-routes.js';
 import { createHttpMetrics } from './metrics.js';
 import { exchange, sendError } from './respond.js';
 import { registerDeviceRoutes } from './routes.js';
+import { TransferLocator } from '../transfer-locator.js';
 
 /** How long a drain lets open downloads finish before the listener goes away regardless. */
 const DRAIN_DOWNLOADS_MS = 10_000;
@@ -17,7 +18,7 @@ await runActor(async (ctx) => {
   const downloads = new Set<Promise<void>>();
   let draining = false;
   const metrics = createHttpMetrics(ctx.registry);
-  registerDeviceRoutes(app, { ctx, metrics, downloads, isDraining: () => draining });
+  registerDeviceRoutes(app, { ctx, metrics, downloads, transfers: TransferLocator.of(ctx), isDraining: () => draining });
   registerAdminRoutes(app, { ctx, metrics, isDraining: () => draining });
   app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
 

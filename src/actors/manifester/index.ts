@@ -1,4 +1,5 @@
 import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
+import type { Peer } from '../../messages/peers.js';
 import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
 import { CountLru } from '../../shared/lru.js';
 import { serializeError } from '../../shared/errors.js';
@@ -13,12 +14,7 @@ import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 
-/** A delta generation can take minutes; this only bounds how long a lost request is remembered. */
-const GENERATION_DEADLINE_MS = 60 * 60_000;
 const FAILED_GENERATION_COOLDOWN_MS = 60_000;
-const SNAPSHOT_DEADLINE_MS = 60_000;
-/** Registering a configured binary streams it into the store; large images take a while. */
-const REGISTER_DEADLINE_MS = 10 * 60_000;
 
 await runActor(async (ctx) => {
   const { config } = ctx;
@@ -32,7 +28,7 @@ await runActor(async (ctx) => {
   const resync = async () => {
     view.beginResync();
     requests.forgetPending();
-    view.applySnapshot(await ctx.call<StoreKeeperApi, Awaited<ReturnType<StoreKeeperApi['snapshot']>>>('store-keeper', (s) => s.snapshot(), SNAPSHOT_DEADLINE_MS));
+    view.applySnapshot(await ctx.call('store-keeper', (s) => s.snapshot()));
   };
   await resync();
   ctx.onPeerConnected((peer) => {
@@ -49,7 +45,7 @@ await runActor(async (ctx) => {
     tracks,
     signed,
     store: {
-      registerBinary: (path) => ctx.call<StoreKeeperApi, { hash: string; size: number }>('store-keeper', (s) => s.registerBinary(path), REGISTER_DEADLINE_MS),
+      registerBinary: (path) => ctx.call('store-keeper', (s) => s.registerBinary(path)),
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
     },
@@ -95,11 +91,11 @@ function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): vo
   // A generation that failed (a corrupt binary, a full disk) is not retried for every
   // heartbeat that asks: devices keep getting retry_after while it cools down.
   const failedAt = new CountLru<string, number>(1024);
-  const ask = (key: string, run: (store: StoreKeeperApi) => Promise<unknown>) => {
+  const ask = (key: string, run: (store: Peer<StoreKeeperApi>) => Promise<unknown>) => {
     const failed = failedAt.get(key);
     if (pending.has(key) || (failed !== undefined && Date.now() - failed < FAILED_GENERATION_COOLDOWN_MS)) return;
     pending.add(key);
-    ctx.call<StoreKeeperApi, unknown>('store-keeper', (s) => run(s as unknown as StoreKeeperApi), GENERATION_DEADLINE_MS)
+    ctx.call('store-keeper', run)
       .then(() => failedAt.delete(key))
       .catch((err) => {
         failedAt.set(key, Date.now());

@@ -1,7 +1,7 @@
-import type { HeartbeatRequest } from '../messages/manifester.js';
-import { parseTrackKey } from './artifact-key.js';
-import { UpdaterError } from './errors.js';
-import { assertSha256Hex, isSha256Hex } from './hash.js';
+import type { HeartbeatRequest } from '../../messages/manifester.js';
+import { parseTrackKey } from '../artifact-key.js';
+import { UpdaterError } from '../errors.js';
+import { assertSha256Hex, isSha256Hex } from '../hash.js';
 
 // Validation of decoded device messages, shared by the JSON (HTTP) and CBOR (CoAP) codecs:
 // each codec maps its keys to these field names, then one set of rules applies.
