@@ -1,6 +1,6 @@
 import { readFile, rm } from 'node:fs/promises';
 import bsdiff from 'bsdiff-node';
-import runDiffTask, { DELTA_ZSTD_LEVEL } from '../src/actors/diff-pool/task.js';
+import runDiffTask, { DELTA_ZSTD_LEVEL } from '../src/shared/diff/pipeline.js';
 import type { DiffTask } from '../src/messages/diff.js';
 import { tempPathFor } from '../src/shared/durable-file.js';
 import { sha256File } from '../src/shared/hash.js';

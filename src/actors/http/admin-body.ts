@@ -44,6 +44,7 @@ export function parsePublishBody(body: Buffer): PublishRequest {
   const id = makeTrackId(fields.name, fields.os, fields.arch);
   const version = fields.version;
   if (typeof version !== 'string' || version === '') fail('version', 'must be a non-empty string');
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused here
   if (version.length > MAX_VERSION_LENGTH || /[\u0000-\u001f\u007f]/.test(version)) fail('version', `must be at most ${MAX_VERSION_LENGTH} printable characters`);
   const binary = fields.binary;
   if (typeof binary !== 'string' || binary === '') fail('binary', 'must be a server-side file path');

@@ -6,7 +6,7 @@ import type { BinaryInfo } from '../../messages/store.js';
 import { openTemp, publishNoOverwrite } from '../../shared/durable-file.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { sha256File } from '../../shared/hash.js';
-import { binaryName } from './layout.js';
+import { binaryName } from '../../shared/store-layout.js';
 
 /**
  * Streams a server-side file into `binariesDir` as `{hash}.bin`: hash first (the common case

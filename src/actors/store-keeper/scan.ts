@@ -4,7 +4,7 @@ import type { BinaryInfo, TransferInfo } from '../../messages/store.js';
 import { removeLeftoverTemps } from '../../shared/durable-file.js';
 import { sha256File } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
-import { parseBinaryName, parseDerivedName, type StoreLayout } from './layout.js';
+import { parseBinaryName, parseDerivedName, type StoreLayout } from '../../shared/store-layout.js';
 
 export interface ScannedStore {
   binaries: BinaryInfo[];

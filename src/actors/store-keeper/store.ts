@@ -10,7 +10,7 @@ import { assertSha256Hex } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
 import { HotTransferCache, TargetCache } from './caches.js';
 import { copyIntoStore } from './copy-in.js';
-import { binaryName, parseDerivedName, storeLayout, transferKey, transferName, type StoreLayout } from './layout.js';
+import { binaryName, parseDerivedName, storeLayout, transferName, type StoreLayout } from '../../shared/store-layout.js';
 import { listInventory, unlinkIfPresent } from './removal.js';
 import type { StoreMetrics } from './metrics.js';
 import { openStoreDirs } from './scan.js';
@@ -68,7 +68,7 @@ export class ContentStore {
   async open(): Promise<void> {
     const scanned = await openStoreDirs(this.layout, this.log);
     for (const b of scanned.binaries) this.binaries.set(b.hash, b.size);
-    for (const t of scanned.transfers) this.transfers.set(transferKey(t.kind, t.to, t.from), t);
+    for (const t of scanned.transfers) this.transfers.set(transferName(t.kind, t.to, t.from), t);
     this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir: this.config.store.dir }, 'store opened');
   }
 
@@ -105,7 +105,7 @@ export class ContentStore {
   ensureDelta(from: string, to: string): Promise<TransferInfo> {
     assertSha256Hex(from, 'from');
     assertSha256Hex(to, 'to');
-    const existing = this.transfers.get(transferKey('delta', to, from));
+    const existing = this.transfers.get(transferName('delta', to, from));
     // An existing delta is always served, whatever the size cap says (spec 3.1 row 3).
     if (existing) return Promise.resolve(existing);
     const capBytes = this.config.store.deltaMaxSourceBytes;
@@ -198,7 +198,7 @@ export class ContentStore {
 
   /** One generation per file name, however many callers ask at once. */
   private singleFlight(kind: TransferKind, to: string, from: string | undefined, run: () => Promise<TransferInfo>): Promise<TransferInfo> {
-    const name = transferKey(kind, to, from);
+    const name = transferName(kind, to, from);
     const done = this.transfers.get(name);
     if (done) return Promise.resolve(done);
     const pending = this.inflight.get(name);
