@@ -1,27 +1,24 @@
 import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
-import type { Peer } from '../../messages/peers.js';
-import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
-import { CountLru } from '../../shared/lru.js';
+import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
 import { readPrivateKeyFile } from '../../shared/signing.js';
 import { collectMetrics, setLevel } from '../control.js';
-import { runActor, type ActorContext } from '../runtime.js';
+import { runActor } from '../runtime.js';
 import { BinaryWatcher } from './file-watch.js';
-import { Manifester, type StoreRequests } from './manifester.js';
+import { GenerationRequests } from './generation-requests.js';
+import { Manifester } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 
-const FAILED_GENERATION_COOLDOWN_MS = 60_000;
-
 await runActor(async (ctx) => {
   const { config } = ctx;
   const signed = new SignedManifests(await readPrivateKeyFile(config.signing.privateKeyFile), config.manifest.cacheSize);
   const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from, t.to));
   const tracks = new TrackTable();
-  const requests = storeRequests(ctx);
+  const requests = new GenerationRequests((run) => ctx.call('store-keeper', run), ctx.log);
   const metrics = createManifesterMetrics(ctx.registry, () => signed.size);
   const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics);
 
@@ -83,32 +80,4 @@ function answer<T>(decide: () => T): HeartbeatOutcome<T> {
   } catch (err) {
     return { error: serializeError(err) };
   }
-}
-
-/** Asks the store for missing files once per file, however many heartbeats want it. */
-function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): void } {
-  const pending = new Set<string>();
-  // A generation that failed (a corrupt binary, a full disk) is not retried for every
-  // heartbeat that asks: devices keep getting retry_after while it cools down.
-  const failedAt = new CountLru<string, number>(1024);
-  const ask = (key: string, run: (store: Peer<StoreKeeperApi>) => Promise<unknown>) => {
-    const failed = failedAt.get(key);
-    if (pending.has(key) || (failed !== undefined && Date.now() - failed < FAILED_GENERATION_COOLDOWN_MS)) return;
-    pending.add(key);
-    ctx.call('store-keeper', run)
-      .then(() => failedAt.delete(key))
-      .catch((err) => {
-        failedAt.set(key, Date.now());
-        ctx.log.warn({ err, file: key }, 'store could not produce a derived file; retrying after a cooldown');
-      })
-      .finally(() => pending.delete(key));
-  };
-  return {
-    ensureDelta: (from, to) => ask(`${from}_${to}`, (s) => s.ensureDelta(from, to)),
-    ensureFull: (hash) => ask(hash, (s) => s.ensureFull(hash)),
-    forgetPending: () => {
-      pending.clear();
-      failedAt.clear();
-    },
-  };
 }

@@ -25,6 +25,8 @@ function taskFile(): string {
   return join(here, '..', '..', 'diff-pool', `task${here.endsWith('.ts') ? '.ts' : '.js'}`);
 }
 
+export type RunDiffTask = (task: DiffTask) => Promise<DiffOutcome>;
+
 /** The content-addressed store: the only writer of the store directory. */
 export class ContentStore {
   readonly layout: StoreLayout;
@@ -33,7 +35,9 @@ export class ContentStore {
   private readonly inflight = new Map<string, Promise<TransferInfo>>();
   private readonly targetCache: TargetCache;
   private readonly hotCache: HotTransferCache;
-  private readonly pool: Piscina;
+  /** The diff pool; absent when the caller runs diff tasks itself (tests). */
+  private readonly pool: Piscina | undefined;
+  private readonly runTask: RunDiffTask;
   private seq = 0;
   private draining = false;
 
@@ -43,11 +47,13 @@ export class ContentStore {
     private readonly metrics: StoreMetrics,
     /** Tells the manifester; resolves once it has applied the event (or gave up waiting). */
     private readonly emit: (event: StoreEvent) => Promise<void>,
+    /** Runs one diff task; by default on the diff pool's threads. */
+    runTask?: RunDiffTask,
   ) {
     this.layout = storeLayout(config.store.dir);
     this.targetCache = new TargetCache(config.store.targetCacheBytes);
     this.hotCache = new HotTransferCache(config.store.hotDeltaCacheBytes);
-    this.pool = new Piscina({
+    this.pool = runTask ? undefined : new Piscina({
       filename: taskFile(),
       minThreads: 0,
       maxThreads: config.store.deltaConcurrency,
@@ -56,12 +62,13 @@ export class ContentStore {
       // one task per distinct pair asked for, and each waits its turn for a thread.
       maxQueue: Infinity,
     });
+    this.runTask = runTask ?? ((task) => this.pool!.run(task) as Promise<DiffOutcome>);
     metrics.observeBudgets(() => ({
       target: this.targetCache.usedBytes,
       hot: this.hotCache.usedBytes,
-      queued: this.pool.queueSize,
+      queued: this.pool?.queueSize ?? 0,
       running: this.inflight.size,
-      threads: this.pool.threads.length,
+      threads: this.pool?.threads.length ?? 0,
     }));
   }
 
@@ -185,7 +192,7 @@ export class ContentStore {
   async drain(): Promise<void> {
     this.draining = true;
     await Promise.allSettled([...this.inflight.values()]);
-    await this.pool.destroy();
+    await this.pool?.destroy();
   }
 
   private binaryPath(hash: string): string {
@@ -213,7 +220,7 @@ export class ContentStore {
   }
 
   private async dispatch(task: DiffTask): Promise<TransferInfo> {
-    const outcome = (await this.pool.run(task)) as DiffOutcome;
+    const outcome = await this.runTask(task);
     if (!outcome.ok) {
       this.metrics.generationFailed(task.kind);
       const err = deserializeError(outcome.error);
