@@ -1,6 +1,7 @@
 import type { PublishRequest } from '../../messages/manifester.js';
 import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import { UpdaterError } from '../../shared/errors.js';
+import { invalidField as fail, isRecord, refuseUnknownFields as refuseUnknown } from '../../shared/input.js';
 import { isLogLevel, type LogLevel } from '../../shared/logger.js';
 import { parseJson } from './body.js';
 
@@ -12,24 +13,14 @@ export const MAX_ADMIN_BODY_BYTES = 16 * 1024;
 const MAX_VERSION_LENGTH = 128;
 const MAX_PATH_LENGTH = 4096;
 
-function fail(field: string, problem: string): never {
-  throw new UpdaterError('INVALID_FIELD', `${field} ${problem}`, { field });
-}
-
 function objectBody(body: Buffer, allowEmpty: boolean): Record<string, unknown> {
   if (body.length === 0 || body.toString('utf8').trim() === '') {
     if (allowEmpty) return {};
     throw new UpdaterError('MALFORMED_BODY', 'a JSON object body is required');
   }
   const value = parseJson(body);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UpdaterError('MALFORMED_BODY', 'the body must be a JSON object');
-  return value as Record<string, unknown>;
-}
-
-function refuseUnknown(body: Record<string, unknown>, known: readonly string[]): void {
-  for (const key of Object.keys(body)) {
-    if (!known.includes(key)) fail(key, `is not a known field (known: ${known.join(', ')})`);
-  }
+  if (!isRecord(value)) throw new UpdaterError('MALFORMED_BODY', 'the body must be a JSON object');
+  return value;
 }
 
 /** A track key from a body field or query parameter, normalized (`name` or `name/os/arch`). */

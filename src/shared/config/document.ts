@@ -12,10 +12,6 @@ export class ConfigError extends Error {
   }
 }
 
-export function isMap(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Reads a YAML configuration file; a missing file or bad YAML is a ConfigError on --config. */
 export function readYamlFile(path: string): unknown {
   let text: string;

@@ -1,7 +1,8 @@
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseDuration } from '../duration.js';
-import { ConfigError, isMap } from './document.js';
+import { isRecord } from '../input.js';
+import { ConfigError } from './document.js';
 
 // The building blocks of a configuration schema (server and agent alike). Each key is declared
 // once, as a Field: its YAML name, how to read and check it (the default beside it, the unit
@@ -78,7 +79,7 @@ export function section<F extends Fields>(key: string, fields: F, doc?: FieldDoc
 
 /** Parses a whole document; the first problem becomes a ConfigError naming its key path. */
 export function parseDocument<T>(root: Field<T>, doc: unknown): T {
-  if (!isMap(doc)) throw new ConfigError('(top level)', 'must be a YAML map');
+  if (!isRecord(doc)) throw new ConfigError('(top level)', 'must be a YAML map');
   const result = root.schema.safeParse(withoutNulls(doc));
   if (result.success) return result.data;
   // A misspelt key explains the other problems of its map, so it is reported first.
@@ -96,7 +97,7 @@ export function keyPath(path: readonly PropertyKey[]): string {
 /** YAML writes an empty key as null; it means "use the default", as an absent key does. */
 function withoutNulls(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutNulls);
-  if (!isMap(value)) return value;
+  if (!isRecord(value)) return value;
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) if (inner !== null) out[key] = withoutNulls(inner);
   return out;

@@ -2,6 +2,7 @@ import type { HeartbeatRequest } from '../../messages/manifester.js';
 import { parseTrackKey } from '../artifact-key.js';
 import { UpdaterError } from '../errors.js';
 import { assertSha256Hex, isSha256Hex } from '../hash.js';
+import { invalidField as fail, isRecord } from '../input.js';
 
 // Validation of decoded device messages, shared by the JSON (HTTP) and CBOR (CoAP) codecs:
 // each codec maps its keys to these field names, then one set of rules applies.
@@ -36,10 +37,6 @@ export interface ReportFields {
   timestamp?: unknown;
 }
 
-function fail(field: string, problem: string): never {
-  throw new UpdaterError('INVALID_FIELD', `${field} ${problem}`, { field });
-}
-
 function text(value: unknown, field: string, max: number, required: boolean): string {
   if (value === undefined || value === null) {
     if (required) fail(field, 'is required');
@@ -56,10 +53,6 @@ function integer(value: unknown, field: string): number {
   const n = typeof value === 'bigint' ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) fail(field, 'must be a non-negative integer');
   return n;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export function validateHeartbeat(body: unknown): HeartbeatRequest {
