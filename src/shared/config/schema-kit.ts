@@ -124,7 +124,7 @@ function readInt(value: unknown, o: IntOptions, missing: string): number {
 
 /** The docs line of a bounded number states its bounds. */
 function withRange(o: IntOptions, unit = ''): string {
-  return o.max === undefined ? o.meaning : `${o.meaning} (${o.min} to ${o.max}${unit})`;
+  return o.max === undefined ? o.meaning : `${o.meaning}; ${o.min} to ${o.max}${unit}`;
 }
 
 export function int(key: string, o: IntOptions & { readonly default: number }): Field<number> {
