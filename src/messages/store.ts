@@ -14,6 +14,9 @@ export interface TransferInfo {
   readonly hash: string;
 }
 
+/** Whether the store takes writes; `/health` reports it. */
+export type StoreCondition = 'writable' | 'full' | 'read-only';
+
 export interface BinaryInfo {
   readonly hash: string;
   readonly size: number;
@@ -75,6 +78,8 @@ export interface StoreKeeperApi extends ControlApi {
    */
   ensureDelta(from: string, to: string): Promise<TransferInfo>;
   snapshot(): Promise<StoreSnapshot>;
+  /** Whether the store takes writes now (a full or read-only store still serves). */
+  condition(): Promise<StoreCondition>;
   locate(kind: TransferKind, to: string, from?: string): Promise<TransferLocation | null>;
   /** Lists the store's files with sizes and modification times. */
   inventory(): Promise<StoreInventory>;
@@ -94,6 +99,8 @@ export const STORE_KEEPER_DEADLINES_MS = {
   ensureFull: 60 * 60_000,
   ensureDelta: 60 * 60_000,
   snapshot: 60_000,
+  /** Asked by GET /health, which a load balancer polls. */
+  condition: 5_000,
   /** On a download's path. */
   locate: 5_000,
   /** The sweeper's calls list or delete many files. */

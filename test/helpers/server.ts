@@ -24,7 +24,8 @@ export function configDocument(fixture: Fixture, port: number, artifacts: Artifa
     listen: { http: `127.0.0.1:${port}` },
     signing: { private_key_file: fixture.keyPath },
     admin: { token_file: fixture.tokenPath },
-    store: { dir: join(fixture.dir, 'store'), delta_concurrency: 2 },
+    // Tests publish the binaries they write below the fixture directory.
+    store: { dir: join(fixture.dir, 'store'), delta_concurrency: 2, publish_roots: [fixture.dir] },
     manifest: { retry_after: '1s' },
     log_level: 'warn',
     artifacts,

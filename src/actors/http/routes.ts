@@ -75,8 +75,12 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
   });
 
   route('get', '/health', 'health', async (ex) => {
-    const health = await ctx.call('manifester', (m) => m.health());
-    sendJson(ex, 200, health);
+    const [health, store] = await Promise.all([
+      ctx.call('manifester', (m) => m.health()),
+      ctx.call('store-keeper', (s) => s.condition()),
+    ]);
+    // A full or read-only store still serves devices; it only refuses publishes and new files.
+    sendJson(ex, 200, { ...health, status: store === 'writable' ? 'ok' : 'degraded', store });
   });
 
   route('get', '/metrics', 'metrics', async (ex) => {

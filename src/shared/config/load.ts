@@ -25,7 +25,12 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const config: Config = {
     configPath,
     ...rest,
-    admin: { token: readAdminToken(admin), authFailureBurst: admin.authFailureBurst, authFailureRefillPerSecond: admin.authFailureRefillPerSecond },
+    admin: {
+      token: readAdminToken(admin),
+      ...(admin.tokenFile !== undefined ? { tokenFile: admin.tokenFile } : {}),
+      authFailureBurst: admin.authFailureBurst,
+      authFailureRefillPerSecond: admin.authFailureRefillPerSecond,
+    },
     artifacts,
     ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined),
   };

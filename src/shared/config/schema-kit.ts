@@ -176,6 +176,13 @@ export function readRequiredText(value: unknown, hint?: string): string {
   return text;
 }
 
+/** A list of non-empty strings; [] when absent. A bad item is named by its index (`key[2]`). */
+export function textList(key: string, o: { readonly meaning: string }): Field<string[]> {
+  const item = z.string({ error: 'must be a non-empty string' }).min(1, { error: 'must be a non-empty string' });
+  const schema = z.array(item, { error: 'must be a list of strings' }).optional().transform((list) => list ?? []);
+  return { key, schema, doc: { default: '`[]`', meaning: o.meaning } };
+}
+
 /** A path, resolved against the directory of the configuration file. */
 export function resolvedAgainst(base: string, text: string): string {
   return isAbsolute(text) ? text : resolve(base, text);

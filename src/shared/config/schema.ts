@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LOG_LEVELS } from '../logger.js';
 import {
-  bool, bytesIn, durationMs, hostPort, int, leaf, oneOf, optionalText, Problem, requiredText, resolvedAgainst, section, type Field,
+  bool, bytesIn, durationMs, hostPort, int, leaf, oneOf, optionalText, Problem, requiredText, resolvedAgainst, section, textList, type Field,
 } from './schema-kit.js';
 
 // Every key of `updater serve --config` is declared here, once: YAML name, default, bounds,
@@ -53,6 +53,10 @@ export function configSchema(base: string) {
     }),
     store: section('store', {
       dir: path(base, requiredText('dir', { meaning: 'the content-addressed store (`binaries/`, `deltas/`, `work/`)' })),
+      // Directories the admin API may publish from (besides the configured artifacts' own).
+      publishRoots: paths(base, textList('publish_roots', {
+        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration and `store.dir` are refused always',
+      })),
       stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API' })),
       targetCacheBytes: bytesIn('MB', 'target_cache_mb', { default: 256, min: 0, meaning: 'byte budget of cached delta targets (0 disables)' }),
       hotDeltaCacheBytes: bytesIn('MB', 'hot_delta_cache_mb', { default: 64, min: 0, meaning: 'byte budget of the hot transfer cache, deltas and full files together' }),
@@ -99,6 +103,10 @@ export function configSchema(base: string) {
 
 /** The parsed document, before the checks that span keys (load.ts). */
 export type ConfigDocument = z.output<ReturnType<typeof configSchema>['schema']>;
+
+function paths(base: string, field: Field<string[]>): Field<string[]> {
+  return { ...field, schema: field.schema.transform((list) => list.map((text) => resolvedAgainst(base, text))) };
+}
 
 function seconds(field: Field<number>): Field<number> {
   return { ...field, schema: field.schema.transform((ms) => Math.ceil(ms / 1000)) };

@@ -21,7 +21,8 @@ type DeepReadonly<T> = T extends readonly (infer U)[] ? readonly DeepReadonly<U>
 export type Config = DeepReadonly<
   Omit<ConfigDocument, 'admin' | 'artifacts' | 'target' | 'defaultArtifact'> & {
     configPath: string;
-    admin: Omit<ConfigDocument['admin'], 'token' | 'tokenFile'> & { token: string };
+    /** `tokenFile`: where the token was read from, when a file (never publishable). */
+    admin: Omit<ConfigDocument['admin'], 'token'> & { token: string };
     artifacts: ArtifactConfig[];
     defaultArtifact?: string;
   }

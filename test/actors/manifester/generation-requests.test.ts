@@ -1,5 +1,6 @@
 import t from 'tap';
-import { FAILED_GENERATION_COOLDOWN_MS, GenerationRequests } from '../../../src/actors/manifester/generation-requests.js';
+import { FAILED_GENERATION_COOLDOWN_MS, GenerationRequests, STORE_REFUSED_COOLDOWN_MS } from '../../../src/actors/manifester/generation-requests.js';
+import { UpdaterError } from '../../../src/shared/errors.js';
 
 interface Asked { method: string; args: unknown[]; settle(err?: Error): void }
 
@@ -59,4 +60,19 @@ t.test('forgetPending lets a request go out again after a store-keeper restart',
   requests.forgetPending();
   requests.ensureFull('y');
   t.equal(asked.length, 2);
+});
+
+t.test('a full or read-only store is asked again after a short cooldown', async (t) => {
+  let now = 1_000_000;
+  const { asked, askStore } = fakeStore();
+  const requests = new GenerationRequests(askStore, quietLog, () => now);
+  requests.ensureFull('z');
+  asked[0]!.settle(new UpdaterError('STORE_FULL'));
+  await settled();
+  now += STORE_REFUSED_COOLDOWN_MS - 1;
+  requests.ensureFull('z');
+  t.equal(asked.length, 1);
+  now += 1;
+  requests.ensureFull('z');
+  t.equal(asked.length, 2, 'well before the long cooldown of a failed generation');
 });
