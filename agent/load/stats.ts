@@ -12,6 +12,8 @@ export class LoadStats {
   bytesDown = 0;
   bytesUp = 0;
   updatesApplied = 0;
+  updatesFailed = 0;
+  reports = 0;
   readonly errors = new Map<string, number>();
   readonly outcomes = new Map<string, number>();
   private readonly latencyUs: Histogram = build({ lowestDiscernibleValue: 1, numberOfSignificantValueDigits: 3 });

@@ -3,13 +3,14 @@ import type { Manifest } from '../../messages/manifester.js';
 import type { TransferKind } from '../../messages/store.js';
 import { encodeManifest, heartbeatFields, reportFields } from '../../shared/wire/cbor.js';
 import { encodeBlockOption, parseBlockOption } from '../../shared/wire/block2.js';
-import { validateHeartbeat, validateReport } from '../../shared/wire/validate.js';
+import { validateHeartbeat, validateReport, type HeartbeatFields } from '../../shared/wire/validate.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
 import { coapChunkSize, selectBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
+import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';
@@ -21,6 +22,8 @@ export interface RouteDeps {
   ctx: ActorContext;
   metrics: CoapMetrics;
   transfers: TransferReader;
+  /** Where answered heartbeats and reports go for the inventory. */
+  fleet: FleetFeed;
   /** Packets whose body was refused before node-coap saw it (see guard.ts). */
   isTooLarge(req: IncomingMessage): boolean;
 }
@@ -42,9 +45,12 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     ctx.call('manifester', (m) => m.heartbeats(batch)));
 
   const heartbeat: Handler = async (req, res) => {
-    const request = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
+    const receivedAtMs = Date.now();
+    const fields = heartbeatFields(cborBody(req, deps));
+    const request = validateHeartbeat(fields);
     const manifest = await heartbeats.heartbeat(request);
     send(res, '2.05', encodeManifest(withCoapChunks(manifest)), { 'Content-Format': CONTENT_FORMAT_CBOR });
+    deps.fleet.heartbeat(heartbeatRecord(fields as HeartbeatFields, request, 'coap', receivedAtMs));
     return '2.05';
   };
 
@@ -53,6 +59,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     metrics.report(update.success);
     ctx.log[update.success ? 'info' : 'warn']({ report: update, transport: 'coap' }, 'update report');
     send(res, '2.04');
+    deps.fleet.report(reportRecord(update, Date.now()));
     return '2.04';
   };
 

@@ -1,8 +1,9 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
+import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { TransferLocator } from '../transfer-locator.js';
 import type { TransferKind } from '../../messages/store.js';
-import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../shared/wire/validate.js';
+import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES, type HeartbeatFields } from '../../shared/wire/validate.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
@@ -21,6 +22,8 @@ export interface RouteDeps {
   /** Open downloads, so a drain can wait for them. */
   downloads: Set<Promise<void>>;
   transfers: TransferLocator;
+  /** Where answered heartbeats and reports go for the inventory. */
+  fleet: FleetFeed;
   isDraining(): boolean;
 }
 
@@ -51,8 +54,13 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
     ctx.call('manifester', (m) => m.heartbeatsJson(batch)));
 
   route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
+    const receivedAtMs = Date.now();
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    send(ex, 200, await heartbeats.heartbeat(validateHeartbeat(parseJson(body))));
+    const fields = parseJson(body);
+    const request = validateHeartbeat(fields);
+    send(ex, 200, await heartbeats.heartbeat(request));
+    // Only an answered heartbeat enters the inventory, and only once the device has its answer.
+    deps.fleet.heartbeat(heartbeatRecord(fields as HeartbeatFields, request, 'http', receivedAtMs));
   });
 
   route('post', '/report', 'report', async (ex, req) => {
@@ -61,6 +69,7 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
     metrics.report(report.success);
     ctx.log[report.success ? 'info' : 'warn']({ report }, 'update report');
     send(ex, 204, '');
+    deps.fleet.report(reportRecord(report, Date.now()));
   });
 
   route('get', '/delta/:from/:to', 'delta', async (ex, req) => {

@@ -8,10 +8,14 @@ import { BinaryWatcher } from './file-watch.js';
 import { GenerationRequests } from './generation-requests.js';
 import { Manifester } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
+import { RolloutControl } from './rollout-control.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
+
+/** How often rollouts are checked: health counts, then steps that are due. */
+const ROLLOUT_TICK_MS = 1000;
 
 await runActor(async (ctx) => {
   const { config } = ctx;
@@ -19,7 +23,8 @@ await runActor(async (ctx) => {
   const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from, t.to));
   const tracks = new TrackTable();
   const requests = new GenerationRequests((run) => ctx.call('store-keeper', run), ctx.log);
-  const metrics = createManifesterMetrics(ctx.registry, () => signed.size);
+  const metrics = createManifesterMetrics(ctx.registry, () => signed.size, () =>
+    tracks.all().flatMap((t) => (t.rollout ? [{ artifact: t.key, percent: t.rollout.percent, state: t.rollout.state }] : [])));
   const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics);
 
   const resync = async () => {
@@ -52,13 +57,20 @@ await runActor(async (ctx) => {
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
   // which fails the start.
   await admin.boot();
+  // Without the fleet inventory there are no report counts: rollouts step and obey commands, but never pause themselves.
+  const health = config.fleet.enabled
+    ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call('fleet', (f) => f.rolloutHealth(queries))
+    : undefined;
+  const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
+  rollouts.start();
 
   return {
     heartbeats: async (batch) => batch.map((request) => answer(() => manifester.heartbeat(request))),
     heartbeatsJson: async (batch) => batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request)))),
     health: async () => manifester.health(),
     references: async () => ({
-      current: tracks.all().map((t) => t.hash),
+      // A rollout's stable target is still answered to devices: its files stay current.
+      current: tracks.all().flatMap((t) => (t.rollout?.stable && t.rollout.stable.hash !== t.hash ? [t.hash, t.rollout.stable.hash] : [t.hash])),
       history: tracks.all().flatMap((t) => t.history),
     }),
     storeEvent: (event) => view.apply(event),
@@ -67,9 +79,14 @@ await runActor(async (ctx) => {
     deleteTrack: async (artifact) => admin.remove(artifact),
     setDefaultTrack: async (artifact) => admin.setDefault(artifact),
     reloadTracks: async (artifact) => admin.reload(artifact),
+    controlRollout: async (command) => rollouts.command(command),
+    rolloutOf: async (artifact) => rollouts.view(artifact),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
-    drain: async () => watcher.close(),
+    drain: async () => {
+      await rollouts.stop();
+      await watcher.close();
+    },
   } satisfies ManifesterApi;
 });
 

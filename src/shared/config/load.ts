@@ -20,7 +20,7 @@ export function loadConfigFile(path: string): Config {
 
 export function validateConfig(doc: unknown, configPath: string): Config {
   const parsed = parseDocument(configSchema(dirname(configPath)), doc);
-  const { target: _target, artifacts: _artifacts, defaultArtifact: _default, admin, ...rest } = parsed;
+  const { target: _target, artifacts: _artifacts, defaultArtifact: _default, database, admin, ...rest } = parsed;
   const artifacts = readArtifacts(parsed);
   const config: Config = {
     configPath,
@@ -32,6 +32,8 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       authFailureRefillPerSecond: admin.authFailureRefillPerSecond,
     },
     artifacts,
+    // The fleet database defaults to an SQLite file in the store directory.
+    database: database ?? resolve(parsed.store.dir, 'updater.db'),
     ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined),
   };
   checkRegularReadableFile(config.signing.privateKeyFile, 'signing.private_key_file');

@@ -199,10 +199,12 @@ export function oneOf<const V extends string>(key: string, values: readonly V[],
 const DURATION_EXAMPLE = 'like 500ms, 90s, 6h or 720h';
 
 /** A duration (`90s`, `6h`, `1h30m`) read as milliseconds. */
-export function durationMs(key: string, o: { readonly default: string; readonly minMs?: number; readonly meaning: string }): Field<number> {
+export function durationMs(key: string, o: { readonly default: string; readonly minMs?: number; readonly meaning: string; readonly zeroMeansOff?: boolean }): Field<number> {
   const minMs = o.minMs ?? 1;
   return leaf(key, { default: `\`${o.default}\``, meaning: o.meaning }, (value) => {
     const v = value ?? o.default;
+    // `0` (number or text) switches a limit off where the key allows it.
+    if (o.zeroMeansOff && (v === 0 || v === '0')) return 0;
     const ms = parseDuration(v);
     if (ms === undefined || ms < minMs) {
       const floor = minMs > 1 ? ` of at least ${minMs} ms` : '';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LOG_LEVELS } from '../logger.js';
 import {
-  bool, bytesIn, durationMs, hostPort, int, leaf, oneOf, optionalText, Problem, requiredText, resolvedAgainst, section, textList, type Field,
+  bool, bytesIn, durationMs, hostPort, int, leaf, oneOf, optionalText, Problem, readText, requiredText, resolvedAgainst, section, textList, type Field,
 } from './schema-kit.js';
 
 // Every key of `updater serve --config` is declared here, once: YAML name, default, bounds,
@@ -94,6 +94,33 @@ export function configSchema(base: string) {
     }),
     target: optional(section('target', targetOnly), {
       default: '(none)', meaning: 'legacy single-target form `{version, binary}`, folded into a track named `default`; not together with `artifacts`',
+    }),
+    database: leaf('database', {
+      default: '`updater.db` in `store.dir`',
+      meaning: 'the fleet database: an SQLite file path, or a `postgres://user:password@host:port/db` URL ([fleet.md](fleet.md)); one that cannot be reached at start exits 2 naming `database`',
+    }, (value) => {
+      const text = readText(value);
+      if (text === undefined) return undefined;
+      if (text.trim() === '') throw new Problem('must be a file path or a postgres:// URL');
+      if (/^postgres(ql)?:/.test(text)) {
+        try {
+          new URL(text);
+        } catch {
+          throw new Problem('is not a valid postgres:// URL');
+        }
+        return text;
+      }
+      if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) throw new Problem('must be a file path or a postgres:// URL (no other scheme is supported)');
+      return resolvedAgainst(base, text);
+    }),
+    fleet: section('fleet', {
+      enabled: bool('enabled', { default: true, meaning: 'the fleet inventory (the `fleet` actor and its database); `false` answers the fleet admin calls with `FLEET_DISABLED`' }),
+      flushIntervalMs: durationMs('flush_interval', { default: '1s', minMs: 10, meaning: 'how often buffered heartbeats and reports are written, in one transaction' }),
+      bufferBytes: bytesIn('MB', 'buffer_mb', {
+        default: 16, min: 1, max: 64 * 1024, meaning: 'byte budget of records waiting to be written; when full, the oldest `last_seen`-only updates are dropped first',
+      }),
+      deviceMaxAgeMs: durationMs('device_max_age', { default: '2160h', minMs: 1000, zeroMeansOff: true, meaning: 'a device not seen for this long is deleted by fleet retention; `0` keeps all' }),
+      reportMaxAgeMs: durationMs('report_max_age', { default: '720h', minMs: 1000, zeroMeansOff: true, meaning: 'reports older than this are deleted; `0` keeps all' }),
     }),
     defaultArtifact: optionalText('default_artifact', {
       shown: 'inferred with one track', meaning: 'track key answering heartbeats that name no artifact; required with several tracks',

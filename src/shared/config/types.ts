@@ -19,11 +19,13 @@ type DeepReadonly<T> = T extends readonly (infer U)[] ? readonly DeepReadonly<U>
  * (`…Ms`), sizes bytes (`…Bytes`), whatever unit the YAML key is written in.
  */
 export type Config = DeepReadonly<
-  Omit<ConfigDocument, 'admin' | 'artifacts' | 'target' | 'defaultArtifact'> & {
+  Omit<ConfigDocument, 'admin' | 'artifacts' | 'target' | 'defaultArtifact' | 'database'> & {
     configPath: string;
     /** `tokenFile`: where the token was read from, when a file (never publishable). */
     admin: Omit<ConfigDocument['admin'], 'token'> & { token: string };
     artifacts: ArtifactConfig[];
     defaultArtifact?: string;
+    /** An absolute SQLite file path, or a postgres:// URL. */
+    database: string;
   }
 >;
