@@ -1,11 +1,10 @@
+import { build, type Histogram } from 'hdr-histogram-js';
 import { LatencyHistogram } from './latency.js';
 
-// Counters and a latency record for the load harness. Heartbeat latencies are kept as raw
-// samples up to a cap (a 60 s run at 10k/s is 600k floats, 2.4 MB) and sorted once for
-// percentiles; each kind of request (HTTP heartbeat, CoAP heartbeat, download) also has a
-// mergeable histogram, so several load processes can report one figure per kind.
-
-const MAX_SAMPLES = 2_000_000;
+// Counters and a latency record for the load harness. Latencies go into an HDR histogram
+// (microseconds, 3 significant digits): a few tens of kilobytes however long the run,
+// where raw samples would need a buffer sized for the longest run. Each kind of request (HTTP
+// heartbeat, CoAP heartbeat, download) has one of its own, which load processes can merge.
 
 export class LoadStats {
   readonly started = performance.now();
@@ -19,20 +18,12 @@ export class LoadStats {
   reports = 0;
   readonly errors = new Map<string, number>();
   readonly outcomes = new Map<string, number>();
+  private readonly latencyUs: Histogram = build({ lowestDiscernibleValue: 1, numberOfSignificantValueDigits: 3 });
   /** Latency by kind of request, e.g. http_heartbeat, coap_heartbeat, download. */
   readonly kinds = new Map<string, LatencyHistogram>();
-  private readonly samples = new Float32Array(MAX_SAMPLES);
-  private sampleCount = 0;
-  private seen = 0;
 
   recordLatency(ms: number): void {
-    this.seen++;
-    if (this.sampleCount < MAX_SAMPLES) this.samples[this.sampleCount++] = ms;
-    else {
-      // Reservoir sampling keeps the percentiles fair past the cap.
-      const slot = Math.floor(Math.random() * this.seen);
-      if (slot < MAX_SAMPLES) this.samples[slot] = ms;
-    }
+    this.latencyUs.recordValue(Math.max(1, Math.round(ms * 1000)));
   }
 
   recordKind(kind: string, ms: number): void {
@@ -55,10 +46,12 @@ export class LoadStats {
     return n;
   }
 
+  /** Latency percentiles in milliseconds; all 0 before the first sample. */
   percentiles(): { p50: number; p99: number; p999: number; max: number } {
-    const sorted = this.samples.slice(0, this.sampleCount).sort();
-    const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : 0);
-    return { p50: at(0.5), p99: at(0.99), p999: at(0.999), max: sorted.length ? sorted[sorted.length - 1]! : 0 };
+    const h = this.latencyUs;
+    if (h.totalCount === 0) return { p50: 0, p99: 0, p999: 0, max: 0 };
+    const ms = (us: number) => us / 1000;
+    return { p50: ms(h.getValueAtPercentile(50)), p99: ms(h.getValueAtPercentile(99)), p999: ms(h.getValueAtPercentile(99.9)), max: ms(h.maxValue) };
   }
 
   elapsedSeconds(): number {
