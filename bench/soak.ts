@@ -69,9 +69,10 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
       : { tracks: 50, versions: 6, binaryBytes: 320 * 1024, targetCacheMb: 8, hotCacheMb: 8, manifestCacheSize: 200, coapDedupBytes: 256 * 1024, deltaConcurrency: 2, fleetBufferMb: 4 },
     // A 10-minute window sees a leak of 1 MB/min. A one-minute window right after the fill
     // sees the native allocator still growing toward its working set (measured 12 MB/min on a
-    // loaded machine with every actor heap flat), so there only a fast leak shows in RSS; an
-    // actor's heap floor is steadier and catches a slower one.
-    limits: quick ? { rssFloorMbPerMin: 16, actorHeapMbPerMin: 4 } : { rssFloorMbPerMin: 1, actorHeapMbPerMin: 0.5 },
+    // loaded machine with every actor heap flat), and an isolate's old generation collecting
+    // rarely (a healthy coap heap's floor moved 4-5 MB/min over 45 s): there only a fast leak
+    // shows, such as the test's planted one (46 MB/min).
+    limits: quick ? { rssFloorMbPerMin: 16, actorHeapMbPerMin: 12 } : { rssFloorMbPerMin: 1, actorHeapMbPerMin: 0.5 },
     log: (line) => console.log(`  ${line}`),
   };
 }
