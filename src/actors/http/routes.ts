@@ -104,7 +104,7 @@ async function serveTransfer(ex: Exchange, req: HttpRequest, kind: TransferKind,
   }
   const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, location.size - 1];
   const headers: Record<string, string> = range.kind === 'partial' ? { 'Content-Range': `bytes ${start}-${end}/${location.size}` } : {};
-  const download = streamTransfer(ex, location, start, end - start + 1, range.kind === 'partial' ? 206 : 200, headers);
+  const download = streamTransfer(ex, location, start, end - start + 1, { status: range.kind === 'partial' ? 206 : 200, headers });
   deps.downloads.add(download);
   try {
     await download;
