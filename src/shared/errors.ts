@@ -5,6 +5,12 @@ export interface ErrorSpec {
   readonly http: number;
   readonly coap: string;
   readonly message: string;
+  /**
+   * The server's own failure, not the client's: logged at error level with its detail. Any
+   * error outside this table (a Node system error such as ENOENT, EIO or EMFILE, a bug)
+   * counts as INTERNAL, so it is logged too.
+   */
+  readonly internal?: true;
 }
 
 export const ERRORS = {
@@ -24,16 +30,16 @@ export const ERRORS = {
   UNSUPPORTED_MEDIA_TYPE: { http: 415, coap: '4.15', message: 'the request body must be application/json' },
   DELTA_TOO_LARGE: { http: 409, coap: '4.09', message: 'a binary of the pair exceeds store.delta_max_source_mb' },
   SOURCE_UNREADABLE: { http: 422, coap: '4.22', message: 'the binary file cannot be read' },
-  STORE_CORRUPT: { http: 500, coap: '5.00', message: 'a stored file does not match its content hash' },
-  DIFF_FAILED: { http: 500, coap: '5.00', message: 'delta generation failed' },
+  STORE_CORRUPT: { http: 500, coap: '5.00', message: 'a stored file does not match its content hash', internal: true },
+  DIFF_FAILED: { http: 500, coap: '5.00', message: 'delta generation failed', internal: true },
   ACTOR_TIMEOUT: { http: 503, coap: '5.03', message: 'an internal component did not answer in time' },
   ACTOR_UNAVAILABLE: { http: 503, coap: '5.03', message: 'an internal component is restarting' },
   SHUTTING_DOWN: { http: 503, coap: '5.03', message: 'the server is shutting down' },
   OVERLOADED: { http: 503, coap: '5.03', message: 'too many requests in flight; retry later' },
-  CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid' },
-  STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt' },
-  STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied' },
-  INTERNAL: { http: 500, coap: '5.00', message: 'internal error' },
+  CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid', internal: true },
+  STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt', internal: true },
+  STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied', internal: true },
+  INTERNAL: { http: 500, coap: '5.00', message: 'internal error', internal: true },
   // Device-agent failures: they end an update cycle and are logged; never sent on the wire.
   AGENT_MANIFEST_INVALID: { http: 502, coap: '5.02', message: 'the server answered with a malformed manifest' },
   AGENT_SIGNATURE_INVALID: { http: 502, coap: '5.02', message: 'the manifest signature does not verify with the configured public key' },
@@ -86,6 +92,13 @@ export function deserializeError(data: SerializedError): UpdaterError {
   const err = new UpdaterError(data.code in ERRORS ? data.code : 'INTERNAL', data.message, data.details);
   if (data.stack) err.stack = data.stack;
   return err;
+}
+
+/** Whether a failure must be logged: the registry decides; anything outside it is internal. */
+export function errorIsInternal(err: unknown): boolean {
+  if (!isUpdaterError(err)) return true;
+  const spec: ErrorSpec = ERRORS[err.code];
+  return spec.internal === true;
 }
 
 export function errorStatus(err: unknown): { code: ErrorCode; http: number; coap: string; message: string } {

@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingMessage } from 'coap';
 import type { HeartbeatOutcome, ManifesterApi, Manifest } from '../../messages/manifester.js';
 import type { TransferKind } from '../../messages/store.js';
 import { validateHeartbeat, validateReport } from '../../shared/device-messages.js';
-import { UpdaterError } from '../../shared/errors.js';
+import { UpdaterError, errorIsInternal, isUpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
 import { coapChunkSize, encodeBlockOption, parseBlockOption, selectBlock } from './block2.js';
@@ -99,9 +99,8 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
       if (req.method !== route.method) throw new UpdaterError('METHOD_NOT_ALLOWED', `${route.name} takes ${route.method}`);
       code = await route.handler(req, res, path);
     } catch (err) {
-      const known = (err as { code?: string })?.code;
-      if (known === undefined || known === 'INTERNAL' || known === 'STORE_CORRUPT') ctx.log.error({ err, route: name }, 'coap request failed');
-      const options = known === 'BODY_TOO_LARGE' ? { Size1: MAX_REQUEST_BODY_BYTES } : {};
+      if (errorIsInternal(err)) ctx.log.error({ err, route: name }, 'coap request failed');
+      const options = isUpdaterError(err) && err.code === 'BODY_TOO_LARGE' ? { Size1: MAX_REQUEST_BODY_BYTES } : {};
       code = sendError(res, err, requestBytes(req), options);
     }
     stop(code);

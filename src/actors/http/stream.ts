@@ -1,5 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { TransferLocation } from '../../messages/store.js';
+import { transferETag } from './conditional.js';
 import { statusLine, type Exchange } from './respond.js';
 
 const CHUNK_BYTES = 64 * 1024;
@@ -33,7 +34,7 @@ export async function streamTransfer(ex: Exchange, location: TransferLocation, s
       res.writeStatus(statusLine(options.status));
       res.writeHeader('Content-Type', 'application/zstd');
       res.writeHeader('Accept-Ranges', 'bytes');
-      res.writeHeader('ETag', `"${location.hash}"`);
+      res.writeHeader('ETag', transferETag(location.hash));
       for (const [name, value] of Object.entries(options.headers)) res.writeHeader(name, value);
       if (options.headOnly || length === 0) res.endWithoutBody(length);
     });
@@ -121,6 +122,11 @@ class Pump {
   }
 
   private tryEnd(chunk: Uint8Array): [boolean, boolean] {
-    return this.ex.res.tryEnd(chunk, this.total);
+    // uWS wants writes outside its own callbacks corked (it warns otherwise).
+    let result: [boolean, boolean] = [false, false];
+    this.ex.res.cork(() => {
+      result = this.ex.res.tryEnd(chunk, this.total);
+    });
+    return result;
   }
 }
