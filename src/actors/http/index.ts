@@ -4,6 +4,7 @@ import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
+import { listenExclusive } from './listen.js';
 import { createHttpMetrics } from './metrics.js';
 import { exchange, sendError } from './respond.js';
 import { registerDeviceRoutes } from './routes.js';
@@ -21,9 +22,7 @@ await runActor(async (ctx) => {
   registerAdminRoutes(app, { ctx, metrics, isDraining: () => draining });
   app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
 
-  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new UpdaterError('INTERNAL', `cannot listen on ${host}:${port} (in use or not permitted)`))));
-  });
+  const listenSocket = await listenExclusive(app, host, port);
   ctx.log.info({ host, port: uWS.us_socket_local_port(listenSocket) }, 'http listening');
 
   // uWS keeps native socket handles on this thread's event loop; a worker that ends with them
