@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { AGENT_HELP, agentCommand } from '../agent/index.js';
 import { ConfigError, loadConfigFile } from './shared/config/load.js';
-import { writePrivateKeyFile } from './shared/signing.js';
+import { publicKeyHex, readPrivateKeyFile, writePrivateKeyFile } from './shared/signing.js';
 import { startServer } from './supervisor/index.js';
 import { LOAD_HELP, loadCommand } from '../agent/load/cli.js';
 
@@ -10,6 +10,7 @@ const USAGE = `usage: updater <command> [options]
 commands:
   serve --config FILE     run the update server (supervisor and its actors)
   keygen --out FILE       write a new Ed25519 signing key; prints the public key (hex)
+  pubkey --key FILE       print the public key (hex) of an existing signing key
   agent --config FILE     run the device agent (--once: one update cycle, then exit)
   load [options]          simulate a fleet of devices against a running server
 
@@ -25,9 +26,16 @@ key and exits with status 2. SIGTERM or SIGINT drains the actors and exits 0.
 `,
   keygen: `usage: updater keygen --out FILE
 
-Writes a new Ed25519 private key to FILE (mode 0600; an existing file is never overwritten)
-and prints the public key, 64 hex characters, as the only line on stdout. Give that public
-key to the device agents (public_key in their configuration).
+Writes a new Ed25519 private key to FILE as PKCS#8 PEM (what "openssl pkey" reads; mode
+0600; an existing file is never overwritten) and prints the public key, 64 hex characters,
+as the only line on stdout. Give that public key to the device agents (public_key in their
+configuration).
+`,
+  pubkey: `usage: updater pubkey --key FILE
+
+Prints the public key of the signing key in FILE, 64 hex characters, as the only line on
+stdout: what the device agents need as public_key. FILE is PKCS#8 PEM (as keygen writes, or
+an Ed25519 key from "openssl genpkey -algorithm ed25519") or a key in the earlier format.
 `,
   agent: AGENT_HELP,
 };
@@ -53,6 +61,7 @@ export async function main(argv: string[]): Promise<number> {
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   serve: serveCommand,
   keygen: keygenCommand,
+  pubkey: pubkeyCommand,
   agent: agentCommand,
   load: async (args) => {
     try {
@@ -80,6 +89,21 @@ async function keygenCommand(args: string[]): Promise<number> {
     return 0;
   } catch (err) {
     process.stderr.write(`updater keygen: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+async function pubkeyCommand(args: string[]): Promise<number> {
+  const { key } = options(args, ['key']);
+  if (!key) {
+    process.stderr.write(`updater pubkey: --key FILE is required\n\n${HELP.pubkey}`);
+    return 2;
+  }
+  try {
+    process.stdout.write(`${publicKeyHex(await readPrivateKeyFile(key))}\n`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`updater pubkey: ${(err as Error).message}\n`);
     return 1;
   }
 }
