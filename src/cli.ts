@@ -60,8 +60,8 @@ export async function main(argv: string[]): Promise<number> {
 
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   serve: serveCommand,
-  keygen: keygenCommand,
-  pubkey: pubkeyCommand,
+  keygen: oneFileCommand('keygen', 'out', writePrivateKeyFile),
+  pubkey: oneFileCommand('pubkey', 'key', async (file) => publicKeyHex(await readPrivateKeyFile(file))),
   agent: agentCommand,
   load: async (args) => {
     try {
@@ -78,34 +78,22 @@ function options(args: string[], names: string[]): Record<string, string | undef
   return values as Record<string, string | undefined>;
 }
 
-async function keygenCommand(args: string[]): Promise<number> {
-  const { out } = options(args, ['out']);
-  if (!out) {
-    process.stderr.write(`updater keygen: --out FILE is required\n\n${HELP.keygen}`);
-    return 2;
-  }
-  try {
-    process.stdout.write(`${await writePrivateKeyFile(out)}\n`);
-    return 0;
-  } catch (err) {
-    process.stderr.write(`updater keygen: ${(err as Error).message}\n`);
-    return 1;
-  }
-}
-
-async function pubkeyCommand(args: string[]): Promise<number> {
-  const { key } = options(args, ['key']);
-  if (!key) {
-    process.stderr.write(`updater pubkey: --key FILE is required\n\n${HELP.pubkey}`);
-    return 2;
-  }
-  try {
-    process.stdout.write(`${publicKeyHex(await readPrivateKeyFile(key))}\n`);
-    return 0;
-  } catch (err) {
-    process.stderr.write(`updater pubkey: ${(err as Error).message}\n`);
-    return 1;
-  }
+/** keygen and pubkey: one required FILE option, one line on stdout. */
+function oneFileCommand(command: string, option: string, print: (file: string) => Promise<string>) {
+  return async (args: string[]): Promise<number> => {
+    const file = options(args, [option])[option];
+    if (!file) {
+      process.stderr.write(`updater ${command}: --${option} FILE is required\n\n${HELP[command]}`);
+      return 2;
+    }
+    try {
+      process.stdout.write(`${await print(file)}\n`);
+      return 0;
+    } catch (err) {
+      process.stderr.write(`updater ${command}: ${(err as Error).message}\n`);
+      return 1;
+    }
+  };
 }
 
 async function serveCommand(args: string[]): Promise<number> {
