@@ -76,8 +76,16 @@ export class TrackAdmin {
     }
     for (const artifact of config.artifacts) {
       const binary = await this.deps.store.registerBinary(artifact.binary);
+      const recorded = tracks.get(artifact.key);
       const { track, changed } = tracks.publish({ ...artifact, ...binary, source: 'config' }, depth);
-      if (changed) log.info({ artifact: track.key, version: track.version, hash: track.hash }, 'configured track republished with a new target');
+      if (changed && recorded && recorded.hash !== track.hash) {
+        // Typically a build published through the API onto this configured track: the rule
+        // (configuration wins) stands, but devices may now be offered an older build.
+        log.warn({ artifact: track.key, replaced: { version: recorded.version, hash: recorded.hash }, by: { version: track.version, hash: track.hash } },
+          `configuration replaces the recorded target of ${track.key}: version ${recorded.version} gives way to the configured ${track.version} (an API publish onto a configured track lasts until the next start)`);
+      } else if (changed) {
+        log.info({ artifact: track.key, version: track.version, hash: track.hash }, 'configured track republished with a new target');
+      }
     }
     tracks.setDefault(this.bootDefault(saved));
     tracks.inferDefault();
