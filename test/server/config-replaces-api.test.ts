@@ -14,6 +14,7 @@ t.test('a restart that replaces an API-published build on a configured track log
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const configPath = await writeConfig(fixture, configDocument(fixture, port, [{ name: 'app', version: '1.0.0', binary: app1.path }], {
+    log_level: 'info', // spawnServer waits for "server started"
     store: { state_file: join(fixture.dir, 'state.json'), watch_settle: '1h' },
   }));
   const first = await spawnServer(configPath, url);

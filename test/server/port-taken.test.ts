@@ -10,14 +10,14 @@ t.test('a second server on a taken HTTP port fails at start, loudly, with a non-
   t.teardown(() => Promise.all([first.cleanup(), second.cleanup()]));
   const port = await freePort();
   const artifacts = async (f: typeof first) => [{ name: 'app', version: '1', binary: (await f.writeBinary('v1.bin', firmware(10_000, 'port'))).path }];
-  const running = await spawnServer(await writeConfig(first, configDocument(first, port, await artifacts(first))), `http://127.0.0.1:${port}`);
+  const running = await spawnServer(await writeConfig(first, configDocument(first, port, await artifacts(first), { log_level: 'info' })), `http://127.0.0.1:${port}`);
   t.teardown(async () => {
     running.child.kill('SIGKILL');
     await running.exited;
   });
 
   // Bounded: a server that wrongly starts is killed at the deadline, which fails the test.
-  const result = await runUpdater(['serve', '--config', await writeConfig(second, configDocument(second, port, await artifacts(second)))], 90_000);
+  const result = await runUpdater(['serve', '--config', await writeConfig(second, configDocument(second, port, await artifacts(second), { log_level: 'info' }))], 90_000);
   t.not(result.code, 0, 'the second server exits non-zero');
   t.not(result.code, null, 'on its own, not killed at the deadline');
   t.match(result.stdout + result.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}`), 'naming the address it could not take');

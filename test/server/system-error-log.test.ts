@@ -15,6 +15,7 @@ t.test('a system error while serving is answered 500 INTERNAL and logged at erro
   const port = await freePort();
   const configPath = await writeConfig(fixture, configDocument(fixture, port, [{ name: 'app', version: '2', binary: v2.path }], {
     allow_full_download: true,
+    log_level: 'info', // spawnServer waits for "server started"
     store: { hot_delta_cache_mb: 0 },
   }));
   const server = await spawnServer(configPath, `http://127.0.0.1:${port}`);
