@@ -1,7 +1,7 @@
 import { open, readFile, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { replaceFileDurably } from '../src/shared/durable-file.js';
+import { replaceFileDurably, writeFully } from '../src/shared/durable-file.js';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import type { Logger } from '../src/shared/logger.js';
 import { retryDelay } from './backoff.js';
@@ -156,7 +156,7 @@ export class Downloader {
           throw controller.signal.reason;
         }
         try {
-          await handle.write(chunk, 0, chunk.length, written);
+          await writeFully(handle, chunk, written);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new UpdaterError('AGENT_DISK_FULL', `writing ${this.partPath}: no space left`);
           throw err;

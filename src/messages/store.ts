@@ -14,6 +14,9 @@ export interface TransferInfo {
   readonly hash: string;
 }
 
+/** Whether the store takes writes; `/health` reports it. */
+export type StoreCondition = 'writable' | 'full' | 'read-only';
+
 export interface BinaryInfo {
   readonly hash: string;
   readonly size: number;
@@ -75,6 +78,8 @@ export interface StoreKeeperApi extends ControlApi {
    */
   ensureDelta(from: string, to: string): Promise<TransferInfo>;
   snapshot(): Promise<StoreSnapshot>;
+  /** Whether the store takes writes now (a full or read-only store still serves). */
+  condition(): Promise<StoreCondition>;
   locate(kind: TransferKind, to: string, from?: string): Promise<TransferLocation | null>;
   /** Lists the store's files with sizes and modification times. */
   inventory(): Promise<StoreInventory>;

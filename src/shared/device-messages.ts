@@ -51,11 +51,19 @@ function text(value: unknown, field: string, max: number, required: boolean): st
   return value;
 }
 
-function integer(value: unknown, field: string): number {
-  if (value === undefined || value === null) return 0;
+function integer(value: unknown, field: string, required: boolean): number {
+  if (value === undefined || value === null) {
+    if (required) fail(field, 'is required');
+    return 0;
+  }
   const n = typeof value === 'bigint' ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) fail(field, 'must be a non-negative integer');
   return n;
+}
+
+/** A field that must be sent, though it may be empty. */
+function present(value: unknown, field: string): void {
+  if (value === undefined || value === null) fail(field, 'is required');
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -65,18 +73,21 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export function validateHeartbeat(body: unknown): HeartbeatRequest {
   if (!isRecord(body)) throw new UpdaterError('MALFORMED_BODY', 'a heartbeat must be an object');
   const fields = body as HeartbeatFields;
+  // Spec 2.1: every field but artifact is part of a heartbeat (docs/protocol.md, "Required fields").
   const deviceId = text(fields.device_id, 'device_id', 128, true);
   const versionHash = assertSha256Hex(fields.version_hash, 'version_hash');
-  integer(fields.timestamp, 'timestamp');
+  integer(fields.timestamp, 'timestamp', true);
+  present(fields.version, 'version');
   text(fields.version, 'version', 64, false);
-  if (fields.hw_info !== undefined && fields.hw_info !== null) {
-    if (!isRecord(fields.hw_info)) fail('hw_info', 'must be an object');
-    const hw = fields.hw_info;
-    text(hw.arch, 'hw_info.arch', 32, false);
-    text(hw.os, 'hw_info.os', 32, false);
-    integer(hw.free_ram, 'hw_info.free_ram');
-    integer(hw.free_disk, 'hw_info.free_disk');
-  }
+  if (fields.hw_info === undefined || fields.hw_info === null) fail('hw_info', 'is required');
+  if (!isRecord(fields.hw_info)) fail('hw_info', 'must be an object');
+  const hw = fields.hw_info;
+  present(hw.arch, 'hw_info.arch');
+  present(hw.os, 'hw_info.os');
+  text(hw.arch, 'hw_info.arch', 32, false);
+  text(hw.os, 'hw_info.os', 32, false);
+  integer(hw.free_ram, 'hw_info.free_ram', true);
+  integer(hw.free_disk, 'hw_info.free_disk', true);
   const artifact = text(fields.artifact, 'artifact', 200, false);
   if (artifact !== '') parseTrackKey(artifact);
   return { deviceId, versionHash, artifact };
@@ -85,8 +96,10 @@ export function validateHeartbeat(body: unknown): HeartbeatRequest {
 export function validateReport(body: unknown): UpdateReport {
   if (!isRecord(body)) throw new UpdaterError('MALFORMED_BODY', 'a report must be an object');
   const fields = body as ReportFields;
+  // previous_hash may be empty (a first install has none); it must still be sent.
   const hash = (value: unknown, field: string) => {
-    if (value === undefined || value === null || value === '') return '';
+    present(value, field);
+    if (value === '') return '';
     if (!isSha256Hex(value)) assertSha256Hex(value, field);
     return value as string;
   };
@@ -94,9 +107,9 @@ export function validateReport(body: unknown): UpdateReport {
   return {
     deviceId: text(fields.device_id, 'device_id', 128, true),
     previousHash: hash(fields.previous_hash, 'previous_hash'),
-    newHash: hash(fields.new_hash, 'new_hash'),
+    newHash: assertSha256Hex(fields.new_hash, 'new_hash'),
     success: fields.success,
     rollbackReason: text(fields.rollback_reason, 'rollback_reason', 512, false),
-    timestamp: integer(fields.timestamp, 'timestamp'),
+    timestamp: integer(fields.timestamp, 'timestamp', true),
   };
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import { link, open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { UpdaterError, isUpdaterError } from './errors.js';
 
 // Crash-safe files: write a temporary in the same directory, fsync it, move it into place,
 // fsync the directory. A crash leaves either nothing or a temporary that startup removes;
@@ -27,7 +28,7 @@ export async function fsyncDir(dir: string): Promise<void> {
  * fails with EEXIST when the name is taken (content-addressed, so the existing file is the
  * same bytes). Returns false when the name already existed.
  */
-export async function publishNoOverwrite(tempPath: string, finalPath: string): Promise<boolean> {
+export async function publishNoOverwrite(tempPath: string, finalPath: string, options: { keepTemp?: boolean } = {}): Promise<boolean> {
   let created = true;
   try {
     await link(tempPath, finalPath);
@@ -35,9 +36,40 @@ export async function publishNoOverwrite(tempPath: string, finalPath: string): P
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     created = false;
   }
-  await unlink(tempPath);
+  // keepTemp: the caller checks the existing file first and may link again.
+  if (!options.keepTemp) await unlink(tempPath);
   await fsyncDir(dirname(finalPath));
   return created;
+}
+
+/**
+ * Writes all of `data` at the handle's position. `FileHandle.write` reports how much it wrote
+ * and may write less (a disk that fills mid-write gives a short write before ENOSPC); a caller
+ * that ignores `bytesWritten` stores a truncated file. Loops until done or the system errs.
+ */
+export async function writeFully(handle: FileHandle, data: Uint8Array, position: number | null = null): Promise<void> {
+  let offset = 0;
+  while (offset < data.length) {
+    const at = position === null ? null : position + offset;
+    const { bytesWritten } = await handle.write(data, offset, data.length - offset, at);
+    if (bytesWritten <= 0) {
+      // write(2) returns 0 without an error only when nothing more fits: a full disk.
+      throw Object.assign(new Error('the file system accepted no more bytes'), { code: 'ENOSPC' });
+    }
+    offset += bytesWritten;
+  }
+}
+
+/**
+ * Maps a file-system failure of a write to the registry's stable codes: a full disk or quota
+ * is STORE_FULL (507), a read-only mount STORE_READ_ONLY (503); anything else is returned as is.
+ */
+export function storeWriteError(err: unknown, what: string): unknown {
+  if (isUpdaterError(err)) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') return new UpdaterError('STORE_FULL', `no space left to write ${what}`, { errno: code });
+  if (code === 'EROFS') return new UpdaterError('STORE_READ_ONLY', `the file system is read-only; cannot write ${what}`, { errno: code });
+  return err;
 }
 
 /** Replaces `finalPath` atomically (for state files, which are meant to change). */

@@ -5,12 +5,16 @@ import { wrapPort, releaseRemote, type Remote } from '../shared/rpc.js';
 
 /** How long each actor may take to say Ready (its async setup). */
 export const READY_DEADLINE_MS: Record<ActorName, number> = {
-  'store-keeper': 120_000,
+  // Reads every stored file once at start to check it against its name (a large store on a
+  // slow disk takes minutes).
+  'store-keeper': 30 * 60_000,
   // Registers the configured binaries, streaming each into the store.
   manifester: 15 * 60_000,
-  sweeper: 15_000,
-  http: 15_000,
-  coap: 15_000,
+  // A worker thread's own start (loading its modules) takes well under a second on an idle
+  // machine, but tens of seconds on a saturated one: a generous deadline, not a tight one.
+  sweeper: 60_000,
+  http: 60_000,
+  coap: 60_000,
 };
 
 /**

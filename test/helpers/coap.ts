@@ -19,6 +19,8 @@ export interface CoapRequest {
   confirmable?: boolean;
   messageId?: number;
   token?: Buffer;
+  /** Further options by name or number (e.g. '65001', 'Proxy-Uri'), for conformance tests. */
+  extraOptions?: { name: string; value: Buffer }[];
 }
 
 export interface CoapResponse {
@@ -37,6 +39,7 @@ export function requestDatagram(request: CoapRequest): Buffer {
   if (request.contentFormat !== undefined) options.push({ name: 'Content-Format', value: uint(request.contentFormat) });
   if (request.block2) options.push({ name: 'Block2', value: request.block2 });
   if (request.block1) options.push({ name: 'Block1', value: request.block1 });
+  options.push(...(request.extraOptions ?? []));
   return generate({
     code: request.method,
     confirmable: request.confirmable ?? true,

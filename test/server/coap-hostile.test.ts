@@ -1,21 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import t from 'tap';
+import { OBSERVE_POST, coapPing, garbageDatagram, hostileCborBodies } from '../../agent/load/hostile.js';
 import { encodeWithIntegerKeys, HEARTBEAT_KEYS } from '../../src/actors/coap/codec.js';
 import { MAX_DEVICE_BODY_BYTES } from '../../src/shared/device-messages.js';
 import { CoapClient, heartbeatCbor, requestDatagram, startCoapTestServer } from '../helpers/coap.js';
 import { firmware, makeFixture } from '../helpers/fixture.js';
 import { getBytes, metricValue } from '../helpers/http.js';
-
-/** Datagrams that are not CoAP at all: wrong version, too short, reserved token lengths. */
-function garbage(i: number): Buffer {
-  const bytes = randomBytes(1 + (i % 300));
-  switch (i % 3) {
-    case 0: bytes[0] = bytes[0]! & 0x3f; break; // version 0
-    case 1: return bytes.subarray(0, Math.min(bytes.length, 3)); // shorter than a header
-    default: if (bytes.length >= 4) bytes[0] = 0x40 | 0x09 | (bytes[0]! & 0x30); else bytes[0] = 0x00; // TKL 9 is reserved
-  }
-  return bytes;
-}
 
 t.test('hostile input over CoAP', async (t) => {
   const fixture = await makeFixture();
@@ -31,7 +20,7 @@ t.test('hostile input over CoAP', async (t) => {
     t.teardown(() => attacker.close());
     const answers: Promise<string>[] = [];
     for (let i = 0; i < 3000; i++) {
-      await attacker.sendRaw(garbage(i));
+      await attacker.sendRaw(garbageDatagram(i));
       if (i % 300 === 0) answers.push(s.client.heartbeat(v2.hash).then((r) => r.code));
     }
     t.same(await Promise.all(answers), Array(10).fill('2.05'), 'every good heartbeat answered 2.05');
@@ -45,19 +34,7 @@ t.test('hostile input over CoAP', async (t) => {
 
   await t.test('truncated CBOR, a huge declared array, deep nesting and a non-map are 4.00', async (t) => {
     const whole = heartbeatCbor(v2.hash);
-    const bodies: [string, Buffer][] = [
-      ['truncated CBOR', whole.subarray(0, whole.length - 7)],
-      ['an array header declaring 2^32-1 elements', Buffer.from([0x9a, 0xff, 0xff, 0xff, 0xff, 0x01])],
-      ['a 2^64-1 element array', Buffer.from([0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])],
-      ['a byte string declaring 4 GiB', Buffer.from([0x5a, 0xff, 0xff, 0xff, 0xff, 0x00])],
-      ['a map declaring 2^32-1 entries', Buffer.from([0xba, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02])],
-      ['arrays nested 1000 deep', Buffer.concat([Buffer.alloc(1000, 0x81), Buffer.from([0x01])])],
-      ['maps nested 6 deep', encodeWithIntegerKeys({ device_id: { a: { b: { c: { d: 1 } } } } }, HEARTBEAT_KEYS)],
-      ['an indefinite array never closed', Buffer.from([0x9f, 0x9f, 0x9f, 0x01])],
-      ['a CBOR integer instead of a map', Buffer.from([0x01])],
-      ['trailing bytes after the map', Buffer.concat([whole, Buffer.from([0x00])])],
-      ['an empty body', Buffer.alloc(0)],
-    ];
+    const bodies = hostileCborBodies(whole, encodeWithIntegerKeys({ device_id: { a: { b: { c: { d: 1 } } } } }, HEARTBEAT_KEYS));
     for (const [name, body] of bodies) {
       const response = await post(body);
       t.equal(response.code, '4.00', name);
@@ -83,6 +60,32 @@ t.test('hostile input over CoAP', async (t) => {
   await t.test('a body that is not CBOR by its Content-Format is 4.15', async (t) => {
     const response = await post(Buffer.from(JSON.stringify({ device_id: 'x' })), 50);
     t.equal(response.code, '4.15');
+  });
+
+  await t.test('conformance: a ping gets a Reset, unknown critical options 4.02, Proxy-Uri 5.05', async (t) => {
+    const prober = new CoapClient(s.coapPort);
+    t.teardown(() => prober.close());
+    await prober.sendRaw(coapPing(0xbeef));
+    const started = Date.now();
+    while (prober.received.length === 0 && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 20));
+    t.same(prober.received.map((r) => [...r.raw]), [[0x70, 0x00, 0xbe, 0xef]], 'a 4-byte Reset with the same message ID');
+    const critical = Buffer.from('c0c0', 'hex');
+    const withCritical = requestDatagram({ method: 'POST', path: '/heartbeat', payload: heartbeatCbor(v2.hash), contentFormat: 60, token: critical, extraOptions: [{ name: '65001', value: Buffer.from([1]) }] });
+    const refused = await s.client.exchange(withCritical, critical);
+    t.equal(refused.code, '4.02');
+    t.match(refused.payload.toString(), /^UNSUPPORTED_CRITICAL_OPTION/);
+    const proxied = Buffer.from('c1c1', 'hex');
+    const viaProxy = await s.client.exchange(requestDatagram({ method: 'GET', path: `/binary/${v2.hash}`, token: proxied, extraOptions: [{ name: 'Proxy-Uri', value: Buffer.from('coap://elsewhere/x') }] }), proxied);
+    t.equal(viaProxy.code, '5.05');
+    // A 5-byte POST with an empty Observe option and no path: a client mistake, answered 4.xx
+    // in fewer than 3 times its bytes (node-coap alone answered a 54-byte 5.00).
+    const before = prober.received.length;
+    await prober.sendRaw(OBSERVE_POST);
+    const since = Date.now();
+    while (prober.received.length === before && Date.now() - since < 10_000) await new Promise((r) => setTimeout(r, 20));
+    const answer = prober.received[before];
+    t.match(answer?.code, /^4\./, 'a client mistake is 4.xx');
+    t.ok(answer && answer.raw.length <= 3 * 5, `answered in ${answer?.raw.length} bytes`);
   });
 
   await t.test('a retransmitted confirmable request is answered from the duplicate cache, not processed twice', async (t) => {

@@ -2,6 +2,8 @@ import t from 'tap';
 import { firmware, makeFixture, randomHash } from '../helpers/fixture.js';
 import { getBytes, metricValue, postJson } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
+import { heartbeatFieldsFor, startCoapTestServer } from '../helpers/coap.js';
+import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
 
 // Outside input over HTTP: refused with a stable code, and the server keeps answering.
 
@@ -12,6 +14,7 @@ t.test('bad device input gets a clear error and the server keeps answering', asy
   const server = await startTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
   t.teardown(() => server.stop());
   const hb = (body: unknown) => postJson(`${server.url}/heartbeat`, body);
+  const whole = { device_id: 'd', version_hash: v2.hash, hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 1 }, timestamp: 1_700_000_000, version: '2' };
 
   const huge = await hb({ device_id: 'd', version_hash: v2.hash, version: 'x'.repeat(10_000) });
   t.equal(huge.status, 413, 'a large body is refused before it is parsed');
@@ -36,7 +39,7 @@ t.test('bad device input gets a clear error and the server keeps answering', asy
   t.equal(short.json.error.code, 'INVALID_HASH');
   const noDevice = await hb({ version_hash: v2.hash });
   t.equal(noDevice.json.error.code, 'INVALID_FIELD');
-  const badHw = await hb({ device_id: 'd', version_hash: v2.hash, hw_info: { free_ram: -1 } });
+  const badHw = await hb({ ...whole, hw_info: { ...whole.hw_info, free_ram: -1 } });
   t.equal(badHw.json.error.code, 'INVALID_FIELD');
   t.match(badHw.json.error.message, /hw_info\.free_ram/);
 
@@ -55,8 +58,45 @@ t.test('bad device input gets a clear error and the server keeps answering', asy
   const method = await getBytes(`${server.url}/heartbeat`);
   t.equal(method.status, 405);
 
-  const ok = await hb({ device_id: 'd', version_hash: v2.hash });
+  const ok = await hb(whole);
   t.equal(ok.status, 200, 'still answering after all of that');
+});
+
+t.test('every heartbeat and report field the protocol requires is required, over HTTP and CoAP alike', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v2 = await fixture.writeBinary('v2.bin', firmware(20_000, 'fields'));
+  const s = await startCoapTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
+  t.teardown(() => s.stop());
+  const heartbeat = heartbeatFieldsFor(v2.hash) as Record<string, any>;
+  const report = { device_id: 'd1', previous_hash: '', new_hash: v2.hash, success: true, rollback_reason: '', timestamp: 1_700_000_000 };
+  const without = (body: Record<string, any>, path: string) => {
+    const copy = structuredClone(body);
+    const [head, tail] = path.split('.');
+    if (tail) delete copy[head!][tail];
+    else delete copy[head!];
+    return copy;
+  };
+  const both = async (kind: 'heartbeat' | 'report', body: Record<string, unknown>) => {
+    const http = await postJson(`${s.server.url}/${kind}`, body);
+    const payload = kind === 'heartbeat'
+      ? encodeWithIntegerKeys(body, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS })
+      : encodeWithIntegerKeys(body, REPORT_KEYS);
+    const coap = await s.client.request({ method: 'POST', path: `/${kind}`, payload, contentFormat: 60 });
+    return { http: http.status, code: http.json?.error?.code, message: http.json?.error?.message ?? '', coap: coap.code, coapText: coap.payload.toString() };
+  };
+  t.match(await both('heartbeat', heartbeat), { http: 200, coap: '2.05' }, 'a whole heartbeat is answered');
+  for (const field of ['device_id', 'version_hash', 'hw_info', 'timestamp', 'version', 'hw_info.arch', 'hw_info.os', 'hw_info.free_ram', 'hw_info.free_disk']) {
+    const answer = await both('heartbeat', without(heartbeat, field));
+    t.match(answer, { http: 400, coap: '4.00' }, `a heartbeat without ${field} is refused over both`);
+    t.ok(answer.message.includes(field) && answer.coapText.includes(field), `and the error names ${field}`);
+  }
+  t.match(await both('heartbeat', without(heartbeat, 'artifact')), { http: 200, coap: '2.05' }, 'artifact is optional');
+  t.match(await both('report', report), { http: 204, coap: '2.04' }, 'a whole report is accepted (previous_hash may be empty)');
+  for (const field of ['device_id', 'previous_hash', 'new_hash', 'success', 'timestamp']) {
+    t.match(await both('report', without(report, field)), { http: 400, coap: '4.00' }, `a report without ${field} is refused over both`);
+  }
+  t.match(await both('report', without(report, 'rollback_reason')), { http: 204, coap: '2.04' }, 'rollback_reason is optional');
 });
 
 t.test('reports are accepted with 204, validated and counted', async (t) => {
@@ -89,5 +129,5 @@ t.test('health lists every track', async (t) => {
   ], { default_artifact: 'tool' });
   t.teardown(() => server.stop());
   const health = await (await fetch(`${server.url}/health`)).json();
-  t.same(health, { status: 'ok', artifacts: { 'app/linux/arm64': { version: '1.4.0', hash: a.hash }, tool: { version: '0.1', hash: b.hash } } });
+  t.same(health, { status: 'ok', store: 'writable', artifacts: { 'app/linux/arm64': { version: '1.4.0', hash: a.hash }, tool: { version: '0.1', hash: b.hash } } });
 });

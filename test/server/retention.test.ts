@@ -1,5 +1,6 @@
 import { get } from 'node:http';
-import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
@@ -130,7 +131,11 @@ t.test('the first automatic sweep comes one interval after start, never at boot'
   const deltas = join(fixture.dir, 'store', 'deltas');
   const warmup = await startTestServer(fixture, [{ name: 'app', version: '1', binary: v1!.path }]);
   await warmup.stop();
-  await writeFile(join(deltas, stray), 'stale');
+  // A real delta for some other source, so that the start-up check keeps it: retention alone decides.
+  const other = join(fixture.dir, 'other.bin');
+  await writeFile(other, randomBytes(5_000));
+  execFileSync('bsdiff', [other, v1!.path, join(fixture.dir, 'stray.patch')]);
+  execFileSync('zstd', ['-q', '-f', join(fixture.dir, 'stray.patch'), '-o', join(deltas, stray)]);
   const server = await startTestServer(fixture, [{ name: 'app', version: '1', binary: v1!.path }], { retention: { enabled: true, interval: '4s' } });
   t.teardown(() => server.stop());
   t.ok((await readdir(deltas)).includes(stray), 'nothing is swept at boot');

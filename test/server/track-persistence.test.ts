@@ -2,7 +2,7 @@ import { readdir, readFile, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
 import { adminCall, eventually, listTracks, trackOf } from '../helpers/admin.js';
-import { firmware, freePort, makeFixture, sha256Hex, type Fixture } from '../helpers/fixture.js';
+import { firmware, freePort, makeFixture, randomHash, sha256Hex, type Fixture } from '../helpers/fixture.js';
 import { heartbeat } from '../helpers/http.js';
 import { configDocument, runUpdater, spawnServer, startTestServer, writeConfig, type ArtifactEntry } from '../helpers/server.js';
 
@@ -108,7 +108,6 @@ t.test('a corrupt or unreadable state file stops `updater serve` with a clear er
     ['a future version', JSON.stringify({ format: 'updater-state', version: 99, tracks: [] })],
     ['a bad hash', JSON.stringify({ format: 'updater-state', version: 1, default: '', config_default: '', tracks: [{ artifact: 'x', name: 'x', os: '', arch: '', version: '1', hash: 'nothex', size: 1, source: 'api', binary: '/x', history: [] }] })],
     ['a track key with ..', JSON.stringify({ format: 'updater-state', version: 1, tracks: [{ artifact: '..', name: '..', os: '', arch: '', version: '1', hash: app.hash, size: 1, source: 'api', binary: '/x', history: [] }] })],
-    ['a track whose binary the store does not hold', JSON.stringify({ format: 'updater-state', version: 1, default: '', config_default: '', tracks: [{ artifact: 'ghost', name: 'ghost', os: '', arch: '', version: '1', hash: sha256Hex(Buffer.from('never stored')), size: 12, source: 'api', binary: '/nowhere', history: [] }] })],
   ];
   const { mkdir } = await import('node:fs/promises');
   await mkdir(join(fixture.dir, 'state'), { recursive: true });
@@ -127,6 +126,29 @@ t.test('a corrupt or unreadable state file stops `updater serve` with a clear er
     t.not(unreadable.code, 0, 'an unreadable state file stops the server');
     t.match(unreadable.stderr, /STATE_CORRUPT.*cannot be read/);
   }
+});
+
+t.test('a recorded track whose binary the store lost still starts, stays listed and is logged', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const app = await fixture.writeBinary('app.bin', firmware(10_000, 'g-app'));
+  const port = await freePort();
+  const statePath = join(fixture.dir, 'state', 'tracks.json');
+  const configPath = await writeConfig(fixture, configDocument(fixture, port, [{ name: 'app', version: '1', binary: app.path }], stateOverrides(fixture)));
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(join(fixture.dir, 'state'), { recursive: true });
+  const ghost = sha256Hex(Buffer.from('never stored'));
+  await writeFile(statePath, JSON.stringify({ format: 'updater-state', version: 1, default: '', config_default: '', tracks: [{ artifact: 'ghost', name: 'ghost', os: '', arch: '', version: '1', hash: ghost, size: 12, source: 'api', binary: '/nowhere', history: [] }] }));
+  // A binary moved aside at start (its bytes did not fit its name) must not take the whole
+  // service down: the other tracks are served, this one is listed and logged.
+  const server = await spawnServer(configPath, `http://127.0.0.1:${port}`);
+  t.teardown(async () => {
+    server.child.kill('SIGTERM');
+    await server.exited;
+  });
+  t.match(server.output(), /a track whose binary the store does not hold/);
+  t.match(await trackOf(server.url, 'ghost'), { hash: ghost });
+  t.equal((await heartbeat(server.url, randomHash(), 'app')).status, 200);
 });
 
 t.test('kill -9 in the middle of a publish leaves the old or the new target, never a broken one', async (t) => {

@@ -39,6 +39,8 @@ t.test('configuration validation', async (t) => {
     t.equal(config.retention.intervalMs, 6 * 3600_000);
     t.equal(config.retention.deltaMaxAgeMs, 720 * 3600_000);
     t.equal(config.allowFullDownload, false);
+    t.same(config.store.publishRoots, [], 'no publish roots unless configured');
+    t.same(validateConfig({ ...base(), store: { dir: 'store', publish_roots: ['builds'] } }, configPath).store.publishRoots, [join(fixture.dir, 'builds')], 'relative roots resolve against the configuration');
     t.ok(Object.isFrozen(config) && Object.isFrozen(config.store), 'frozen once validated');
   });
 
@@ -80,6 +82,8 @@ t.test('configuration validation', async (t) => {
     check((d) => (d.default_artifact = 'nosuch'), 'default_artifact', /not a configured track/);
     check((d) => (d.default_artifact = 'app/linux'), 'default_artifact', /os and arch/);
     check((d) => (d.target = { version: '1', binary: bin.path }), 'target', /cannot be combined/);
+    check((d) => (d.store.publish_roots = '/srv/builds'), 'store.publish_roots', /list of strings/);
+    check((d) => (d.store.publish_roots = ['/srv', 7]), 'store.publish_roots[1]', /non-empty string/);
   });
 
   t.test('updater serve exits non-zero naming the key, before it listens', async (t) => {

@@ -40,7 +40,7 @@ t.test('a crashed actor is restarted and the server keeps answering', async (t) 
     t.not(server.supervisor.actor(name)!.worker, before, `${name} runs in a new worker`);
   }
   const health = await (await fetch(`${server.url}/health`)).json();
-  t.same(health, { status: 'ok', artifacts: { app: { version: '2', hash: v2.hash } } }, 'the restarted manifester rebuilt its tracks');
+  t.same(health, { status: 'ok', store: 'writable', artifacts: { app: { version: '2', hash: v2.hash } } }, 'the restarted manifester rebuilt its tracks');
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   t.equal(metricValue(metrics, 'updater_actor_restarts_total', { actor: 'manifester' }), 1);
   t.equal(metricValue(metrics, 'updater_actor_restarts_total', { actor: 'store-keeper' }), 1);

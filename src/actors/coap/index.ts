@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import coap, { type CoapPacket, type IncomingMessage, type OutgoingMessage } from 'coap';
+import { generate } from 'coap-packet';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import type { StoreKeeperApi, TransferLocation } from '../../messages/store.js';
 import { UpdaterError } from '../../shared/errors.js';
@@ -31,6 +32,7 @@ await runActor(async (ctx) => {
   const server = coap.createServer({ type, cacheSize: dedupCacheBytes });
   const inFlight = new InFlight(maxInFlight);
   const tooLarge = new WeakSet<object>();
+  const refused = new WeakMap<object, UpdaterError>();
   let draining = false;
 
   const metrics = createCoapMetrics(ctx.registry, {
@@ -44,6 +46,11 @@ await runActor(async (ctx) => {
   server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
     // A send that fails (socket closed during a drain, packet too large) must not end the thread.
     res.on('error', (err: Error) => ctx.log.debug({ err }, 'coap response not sent'));
+    const refusal = refused.get(req._packet);
+    if (refusal) {
+      sendError(res, refusal, requestBytes(req));
+      return;
+    }
     if (!inFlight.tryEnter()) {
       sendError(res, new UpdaterError('OVERLOADED'), requestBytes(req));
       metrics.dropped('overloaded');
@@ -65,7 +72,17 @@ await runActor(async (ctx) => {
       metrics.dropped(verdict.reason);
       return;
     }
+    if (verdict.kind === 'ping') {
+      // RFC 7252 §4.3: a ping is answered with a Reset of the same message ID, 4 bytes for 4.
+      socket.send(generate({ messageId: verdict.messageId, reset: true, confirmable: false, code: '0.00', token: Buffer.alloc(0) }), rinfo.port, rinfo.address);
+      return;
+    }
     if (verdict.kind === 'too-large') tooLarge.add(verdict.packet);
+    if (verdict.kind === 'refuse') {
+      refused.set(verdict.packet, verdict.refusal === 'proxy'
+        ? new UpdaterError('PROXYING_NOT_SUPPORTED')
+        : new UpdaterError('UNSUPPORTED_CRITICAL_OPTION'));
+    }
     try {
       // node-coap's entry point for a parsed datagram (what its own listener calls after parsing).
       server._handle(verdict.packet as CoapPacket, rinfo);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { open, rm, stat } from 'node:fs/promises';
 import bsdiff from 'bsdiff-node';
 import type { DiffOutcome, DiffResult, DiffTask } from '../../messages/diff.js';
-import { openTemp, tempPathFor } from '../../shared/durable-file.js';
+import { openTemp, storeWriteError, tempPathFor, writeFully } from '../../shared/durable-file.js';
 import { UpdaterError, serializeError } from '../../shared/errors.js';
 import { sha256File } from '../../shared/hash.js';
 import { zstdCompress } from '../../shared/zstd.js';
@@ -29,8 +29,9 @@ export default async function runDiffTask(task: DiffTask): Promise<DiffOutcome> 
       : await compressFile(task.targetPath, task.targetHash, task.outDir, task.level);
     return { ok: true, result: { ...written, durationMs: performance.now() - started } };
   } catch (err) {
-    // Errors cross the pool boundary as data so their stable code survives.
-    return { ok: false, error: serializeError(err) };
+    // Errors cross the pool boundary as data so their stable code survives; a full or
+    // read-only disk becomes STORE_FULL / STORE_READ_ONLY.
+    return { ok: false, error: serializeError(storeWriteError(err, `a ${task.kind} file`)) };
   }
 }
 
@@ -94,14 +95,14 @@ async function compressFile(inputPath: string, expectedInputHash: string | undef
       inputHasher.update(slice);
       const frame = await zstdCompress(Buffer.from(slice), level);
       outputHasher.update(frame);
-      await output.write(frame);
+      await writeFully(output, frame);
       size += frame.length;
     }
     if (size === 0) {
       // An empty input still needs a valid zstd stream.
       const frame = await zstdCompress(Buffer.alloc(0), level);
       outputHasher.update(frame);
-      await output.write(frame);
+      await writeFully(output, frame);
       size = frame.length;
     }
     if (expectedInputHash !== undefined) {
@@ -119,5 +120,15 @@ async function compressFile(inputPath: string, expectedInputHash: string | undef
     await input.close();
   }
   await output.close();
-  return { tempPath, size, hash: outputHasher.digest('hex') };
+  const hash = outputHasher.digest('hex');
+  // Read back what the disk holds: the store publishes it under a name and signs this hash.
+  const written = await sha256File(tempPath).catch(async (err) => {
+    await rm(tempPath, { force: true });
+    throw err;
+  });
+  if (written.hash !== hash || written.size !== size) {
+    await rm(tempPath, { force: true });
+    throw new UpdaterError('STORE_CORRUPT', `a compressed file reads back as ${written.size} bytes hashing to ${written.hash}, not the ${size} bytes written`);
+  }
+  return { tempPath, size, hash };
 }

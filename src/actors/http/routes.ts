@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
-import type { StoreKeeperApi, TransferKind, TransferLocation } from '../../messages/store.js';
+import type { StoreCondition, StoreKeeperApi, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { SupervisorApi } from '../../messages/supervisor.js';
 import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../shared/device-messages.js';
 import { UpdaterError, errorIsInternal } from '../../shared/errors.js';
@@ -85,8 +85,12 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
   });
 
   route('get', '/health', 'health', async (ex) => {
-    const health = await ctx.call<ManifesterApi, Awaited<ReturnType<ManifesterApi['health']>>>('manifester', (m) => m.health(), HEARTBEAT_DEADLINE_MS);
-    sendJson(ex, 200, health);
+    const [health, store] = await Promise.all([
+      ctx.call<ManifesterApi, Awaited<ReturnType<ManifesterApi['health']>>>('manifester', (m) => m.health(), HEARTBEAT_DEADLINE_MS),
+      ctx.call<StoreKeeperApi, StoreCondition>('store-keeper', (s) => s.condition(), HEARTBEAT_DEADLINE_MS),
+    ]);
+    // A full or read-only store still serves devices; it only refuses publishes and new files.
+    sendJson(ex, 200, { ...health, status: store === 'writable' ? 'ok' : 'degraded', store });
   });
 
   route('get', '/metrics', 'metrics', async (ex) => {

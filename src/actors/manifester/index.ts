@@ -10,12 +10,13 @@ import { Manifester, type StoreRequests } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
-import { TrackAdmin } from './track-admin.js';
+import { TrackAdmin, storeCannotWrite } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 
 /** A delta generation can take minutes; this only bounds how long a lost request is remembered. */
 const GENERATION_DEADLINE_MS = 60 * 60_000;
 const FAILED_GENERATION_COOLDOWN_MS = 60_000;
+const STORE_REFUSED_COOLDOWN_MS = 3_000;
 const SNAPSHOT_DEADLINE_MS = 60_000;
 /** Registering a configured binary streams it into the store; large images take a while. */
 const REGISTER_DEADLINE_MS = 10 * 60_000;
@@ -93,16 +94,18 @@ function answer<T>(decide: () => T): HeartbeatOutcome<T> {
 function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): void } {
   const pending = new Set<string>();
   // A generation that failed (a corrupt binary, a full disk) is not retried for every
-  // heartbeat that asks: devices keep getting retry_after while it cools down.
+  // heartbeat that asks: devices keep getting retry_after while it cools down. Holds the time
+  // before which the file is not asked for again.
   const failedAt = new CountLru<string, number>(1024);
   const ask = (key: string, run: (store: StoreKeeperApi) => Promise<unknown>) => {
     const failed = failedAt.get(key);
-    if (pending.has(key) || (failed !== undefined && Date.now() - failed < FAILED_GENERATION_COOLDOWN_MS)) return;
+    if (pending.has(key) || (failed !== undefined && Date.now() < failed)) return;
     pending.add(key);
     ctx.call<StoreKeeperApi, unknown>('store-keeper', (s) => run(s as unknown as StoreKeeperApi), GENERATION_DEADLINE_MS)
       .then(() => failedAt.delete(key))
       .catch((err) => {
-        failedAt.set(key, Date.now());
+        // A full or read-only store refuses at once and recovers by itself: ask again soon.
+        failedAt.set(key, Date.now() + (storeCannotWrite(err) ? STORE_REFUSED_COOLDOWN_MS : FAILED_GENERATION_COOLDOWN_MS));
         ctx.log.warn({ err, file: key }, 'store could not produce a derived file; retrying after a cooldown');
       })
       .finally(() => pending.delete(key));

@@ -50,6 +50,12 @@ export function encodeState(state: PersistedState): string {
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
+/** Whether two states would record the same thing (the write time aside). */
+export function sameState(a: PersistedState, b: PersistedState): boolean {
+  const body = (state: PersistedState) => encodeState(state).replace(/"saved_at": "[^"]*",/, '');
+  return body(a) === body(b);
+}
+
 export async function writeState(path: string, state: PersistedState): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   await replaceFileDurably(path, encodeState(state));

@@ -4,11 +4,13 @@ import type { PublishOutcome, PublishRequest, ReloadOutcome, TrackListing, Track
 import type { BinaryInfo } from '../../messages/store.js';
 import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import type { Config } from '../../shared/config/types.js';
+import { storeWriteError } from '../../shared/durable-file.js';
 import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { KeyedQueues, SerialQueue } from './serial.js';
 import type { SignedManifests } from './signer.js';
-import { readState, writeState, type PersistedState } from './state-file.js';
+import { checkPublishPath } from './publish-paths.js';
+import { readState, sameState, writeState, type PersistedState } from './state-file.js';
 import type { Track, TrackTable } from './tracks.js';
 
 // The track lifecycle of spec 3.2, for configuration at boot and for the admin API after:
@@ -69,14 +71,26 @@ export class TrackAdmin {
       }
       // A configured track is republished from its file just below; an API track has only the
       // store to come back from, so its binary must be there.
+      // If it is not (lost, or moved aside at start because its bytes did not fit its name),
+      // the track stays listed and devices get retry_after, never a wrong file, until the
+      // operator publishes it again.
       if (track.source === 'api' && !this.deps.store.holdsBinary(track.hash)) {
-        throw new UpdaterError('STATE_CORRUPT', `store.state_file records track ${track.key} at ${track.hash}, but store.dir holds no such binary; the server will not start without it (restore the store, or remove the track from the state file)`);
+        log.error({ artifact: track.key, hash: track.hash }, 'store.state_file records a track whose binary the store does not hold; publish it again');
       }
       tracks.restore({ ...track, history: track.history.slice(0, depth) });
     }
     for (const artifact of config.artifacts) {
-      const binary = await this.deps.store.registerBinary(artifact.binary);
       const recorded = tracks.get(artifact.key);
+      let binary: BinaryInfo;
+      try {
+        binary = await this.deps.store.registerBinary(artifact.binary);
+      } catch (err) {
+        // A full or read-only store must not take device service down: serve what it holds.
+        if (!storeCannotWrite(err)) throw err;
+        log.error({ err, artifact: artifact.key, binary: artifact.binary, serving: recorded?.hash ?? null },
+          'configured binary cannot be stored; the track serves what the state file recorded, if anything, until a reload after the store recovers');
+        continue;
+      }
       const { track, changed } = tracks.publish({ ...artifact, ...binary, source: 'config' }, depth);
       if (changed && recorded && recorded.hash !== track.hash) {
         // Typically a build published through the API onto this configured track: the rule
@@ -89,7 +103,17 @@ export class TrackAdmin {
     }
     tracks.setDefault(this.bootDefault(saved));
     tracks.inferDefault();
-    await this.persist();
+    // Rewritten only when it changed: a start on a full or read-only disk needs no write.
+    const now: PersistedState = { default: tracks.default ?? '', configDefault: this.configDefault, tracks: tracks.all() };
+    if (!saved || !sameState(saved, now)) {
+      try {
+        await this.persist();
+      } catch (err) {
+        // Configuration is republished at every boot, so what a restart brings back is this table.
+        if (!storeCannotWrite(err)) throw err;
+        log.error({ err }, 'store.state_file cannot be written; serving the configured tracks read-only');
+      }
+    }
     for (const track of tracks.all()) {
       this.deps.store.ensureFull(track.hash);
       log.info({ artifact: track.key, version: track.version, hash: track.hash, size: track.size, source: track.source }, 'track current');
@@ -177,8 +201,11 @@ export class TrackAdmin {
   }
 
   private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history'>): Promise<PublishOutcome> {
-    await assertRegularFile(next.binary);
-    const binary = await this.deps.store.registerBinary(next.binary);
+    // A path the configuration names is the operator's own; any other came through the API.
+    const configured = this.deps.config.artifacts.find((a) => a.key === next.key)?.binary;
+    const readPath = next.binary === configured ? next.binary : await checkPublishPath(next.binary, this.deps.config);
+    await assertRegularFile(readPath);
+    const binary = await this.deps.store.registerBinary(readPath);
     return this.changeTable(() => {
       const { tracks, signed, log, config } = this.deps;
       const before = tracks.get(next.key);
@@ -226,7 +253,10 @@ export class TrackAdmin {
       await writeState(path, state);
     } catch (err) {
       this.deps.log.error({ err, path }, 'could not write store.state_file');
-      throw new UpdaterError('STATE_WRITE_FAILED', `store.state_file ${path} could not be written (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); the change was not applied`);
+      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      const mapped = storeWriteError(err, `store.state_file ${path}`);
+      if (storeCannotWrite(mapped)) throw new UpdaterError((mapped as UpdaterError).code, `store.state_file ${path} could not be written (${reason}); the change was not applied`);
+      throw new UpdaterError('STATE_WRITE_FAILED', `store.state_file ${path} could not be written (${reason}); the change was not applied`);
     }
   }
 
@@ -240,6 +270,11 @@ export class TrackAdmin {
     if (saved && saved.configDefault === this.configDefault && exists(saved.default)) return saved.default;
     return exists(this.configDefault) ?? exists(saved?.default);
   }
+}
+
+/** A write refused because the disk is full or read-only (as opposed to a bad request). */
+export function storeCannotWrite(err: unknown): boolean {
+  return isUpdaterError(err) && (err.code === 'STORE_FULL' || err.code === 'STORE_READ_ONLY');
 }
 
 export function toView(track: Track): TrackView {

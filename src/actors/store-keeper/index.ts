@@ -23,6 +23,7 @@ await runActor(async (ctx) => {
     ensureFull: (hash) => store.ensureFull(hash),
     ensureDelta: (from, to) => store.ensureDelta(from, to),
     snapshot: async () => store.snapshot(),
+    condition: async () => store.condition(),
     locate: async (kind, to, from) => store.locate(kind, to, from),
     inventory: () => store.inventory(),
     remove: (request) => store.remove(request),

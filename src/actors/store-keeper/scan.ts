@@ -2,9 +2,9 @@ import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BinaryInfo, TransferInfo } from '../../messages/store.js';
 import { removeLeftoverTemps } from '../../shared/durable-file.js';
-import { sha256File } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
 import { parseBinaryName, parseDerivedName, type StoreLayout } from './layout.js';
+import { binaryMismatch, derivedCheck, quarantine } from './verify.js';
 
 export interface ScannedStore {
   binaries: BinaryInfo[];
@@ -12,27 +12,29 @@ export interface ScannedStore {
 }
 
 /**
- * Prepares the store directories after a start or a crash: removes temporaries and the diff
- * scratch space, then indexes the files. Derived files are hashed here because their hash is
- * what manifests sign; binaries are trusted by name and verified when a diff reads them.
+ * Prepares the store directories after a start or a crash (removes temporaries and the diff
+ * scratch space), unless the store is read-only; then indexes the files. Every file is checked
+ * against its name first (a disk that filled up under an older version, or outside hands, may
+ * have left one cut short): one that does not fit is moved aside and never indexed, so it is
+ * never served or signed.
  */
-export async function openStoreDirs(layout: StoreLayout, log: Logger): Promise<ScannedStore> {
-  for (const dir of [layout.binaries, layout.deltas, layout.work]) await mkdir(dir, { recursive: true });
-  await rm(layout.work, { recursive: true, force: true });
-  await mkdir(layout.work, { recursive: true });
-  const leftovers = (await removeLeftoverTemps(layout.binaries)) + (await removeLeftoverTemps(layout.deltas));
-  if (leftovers > 0) log.warn({ leftovers }, 'removed temporary files left by an interrupted write');
+export async function openStoreDirs(storeDir: string, layout: StoreLayout, writable: boolean, log: Logger): Promise<ScannedStore> {
+  if (writable) await tidy(layout, log);
 
   const binaries: BinaryInfo[] = [];
-  for (const name of await readdir(layout.binaries)) {
+  for (const name of await listOrEmpty(layout.binaries)) {
     const hash = parseBinaryName(name);
     if (!hash) continue;
-    const info = await stat(join(layout.binaries, name));
-    if (info.isFile()) binaries.push({ hash, size: info.size });
+    const path = join(layout.binaries, name);
+    if (!(await stat(path)).isFile()) continue;
+    const mismatch = await binaryMismatch(path, hash);
+    if (mismatch) await quarantine(storeDir, layout.binaries, name, mismatch, log);
+    else binaries.push({ hash, size: (await stat(path)).size });
   }
+  const sizes = new Map(binaries.map((b) => [b.hash, b.size]));
 
   const transfers: TransferInfo[] = [];
-  for (const name of await readdir(layout.deltas)) {
+  for (const name of await listOrEmpty(layout.deltas)) {
     const parsed = parseDerivedName(name);
     if (!parsed) {
       log.debug({ file: name }, 'ignoring a file whose name is not a derived file');
@@ -40,8 +42,31 @@ export async function openStoreDirs(layout: StoreLayout, log: Logger): Promise<S
     }
     const path = join(layout.deltas, name);
     if (!(await stat(path)).isFile()) continue;
-    const { hash, size } = await sha256File(path);
+    const checked = await derivedCheck(path, parsed, sizes.get(parsed.to));
+    if ('mismatch' in checked) {
+      await quarantine(storeDir, layout.deltas, name, checked.mismatch, log);
+      continue;
+    }
+    const { hash, size } = checked;
     transfers.push(parsed.kind === 'delta' ? { kind: 'delta', from: parsed.from, to: parsed.to, size, hash } : { kind: 'full', to: parsed.to, size, hash });
   }
   return { binaries, transfers };
+}
+
+async function tidy(layout: StoreLayout, log: Logger): Promise<void> {
+  for (const dir of [layout.binaries, layout.deltas, layout.work]) await mkdir(dir, { recursive: true });
+  await rm(layout.work, { recursive: true, force: true });
+  await mkdir(layout.work, { recursive: true });
+  const leftovers = (await removeLeftoverTemps(layout.binaries)) + (await removeLeftoverTemps(layout.deltas));
+  if (leftovers > 0) log.warn({ leftovers }, 'removed temporary files left by an interrupted write');
+}
+
+/** A read-only store that was never written has no directories: it serves nothing. */
+async function listOrEmpty(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
 }

@@ -2,9 +2,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { DiffOutcome, DiffTask } from '../../messages/diff.js';
-import type { BinaryInfo, RemovalRequest, RemovalResult, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
+import { mkdir } from 'node:fs/promises';
+import type { BinaryInfo, RemovalRequest, RemovalResult, StoreCondition, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
-import { publishNoOverwrite } from '../../shared/durable-file.js';
+import { publishNoOverwrite, storeWriteError } from '../../shared/durable-file.js';
 import { UpdaterError, deserializeError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
@@ -14,6 +15,7 @@ import { binaryName, parseDerivedName, storeLayout, transferKey, transferName, t
 import { listInventory, unlinkIfPresent } from './removal.js';
 import type { StoreMetrics } from './metrics.js';
 import { openStoreDirs } from './scan.js';
+import { Writability } from './writability.js';
 
 type EventBody = StoreEvent extends infer E ? (E extends StoreEvent ? Omit<E, 'seq'> : never) : never;
 
@@ -35,6 +37,7 @@ export class ContentStore {
   private readonly targetCache: TargetCache;
   private readonly hotCache: HotTransferCache;
   private readonly pool: Piscina;
+  private readonly writability: Writability;
   private seq = 0;
   private draining = false;
 
@@ -46,6 +49,7 @@ export class ContentStore {
     private readonly emit: (event: StoreEvent) => Promise<void>,
   ) {
     this.layout = storeLayout(config.store.dir);
+    this.writability = new Writability(config.store.dir, log);
     this.targetCache = new TargetCache(config.store.targetCacheMb * MB);
     this.hotCache = new HotTransferCache(config.store.hotDeltaCacheMb * MB);
     this.pool = new Piscina({
@@ -67,10 +71,40 @@ export class ContentStore {
   }
 
   async open(): Promise<void> {
-    const scanned = await openStoreDirs(this.layout, this.log);
+    const dir = this.config.store.dir;
+    await mkdir(dir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+      // A store that exists on a read-only or full file system still opens, to serve.
+      if (err.code !== 'EROFS' && err.code !== 'ENOSPC' && err.code !== 'EEXIST') throw err;
+    });
+    const condition = await this.writability.probe().catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+      return 'read-only' as const;
+    });
+    const scanned = await openStoreDirs(dir, this.layout, condition !== 'read-only', this.log);
     for (const b of scanned.binaries) this.binaries.set(b.hash, b.size);
     for (const t of scanned.transfers) this.transfers.set(transferKey(t.kind, t.to, t.from), t);
-    this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir: this.config.store.dir }, 'store opened');
+    this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir, condition }, 'store opened');
+  }
+
+  condition(): StoreCondition {
+    return this.writability.condition;
+  }
+
+  /**
+   * Runs a write to the store: refused at once while the store is full or read-only (probes
+   * lift that), and a failure from a full disk or read-only mount turns into its stable code.
+   */
+  private async writing<T>(what: string, write: () => Promise<T>): Promise<T> {
+    this.writability.refuse(what);
+    try {
+      const result = await write();
+      this.writability.succeeded();
+      return result;
+    } catch (err) {
+      const mapped = storeWriteError(err, what);
+      this.writability.failed(mapped);
+      throw mapped;
+    }
   }
 
   snapshot(): StoreSnapshot {
@@ -83,7 +117,8 @@ export class ContentStore {
 
   async registerBinary(path: string): Promise<BinaryInfo> {
     this.refuseWhileDraining();
-    const result = await copyIntoStore(path, this.layout.binaries, (hash) => this.binaries.has(hash));
+    const result = await copyIntoStore(path, this.layout.binaries, (hash) => this.binaries.has(hash),
+      (write) => this.writing(`a copy of ${path}`, write), this.log);
     if (!this.binaries.has(result.hash)) {
       this.binaries.set(result.hash, result.size);
       void this.publish({ type: 'binary-registered', binary: { hash: result.hash, size: result.size } });
@@ -187,6 +222,7 @@ export class ContentStore {
     this.draining = true;
     await Promise.allSettled([...this.inflight.values()]);
     await this.pool.destroy();
+    this.writability.close();
   }
 
   private binaryPath(hash: string): string {
@@ -213,7 +249,11 @@ export class ContentStore {
     return promise;
   }
 
-  private async dispatch(task: DiffTask): Promise<TransferInfo> {
+  private dispatch(task: DiffTask): Promise<TransferInfo> {
+    return this.writing(task.kind === 'delta' ? 'a delta' : 'a compressed full file', () => this.generate(task));
+  }
+
+  private async generate(task: DiffTask): Promise<TransferInfo> {
     const outcome = (await this.pool.run(task)) as DiffOutcome;
     if (!outcome.ok) {
       this.metrics.generationFailed(task.kind);

@@ -63,6 +63,18 @@ export function str(node: Node, key: string, path: string, fallback?: string): s
   return text;
 }
 
+/** A list of non-empty strings; [] when absent. */
+export function strList(node: Node, key: string, path: string): string[] {
+  const value = node[key];
+  if (value === undefined || value === null) return [];
+  const where = `${path}.${key}`.replace(/^\./, '');
+  if (!Array.isArray(value)) throw new ConfigError(where, 'must be a list of strings');
+  return value.map((item, i) => {
+    if (typeof item !== 'string' || item.length === 0) throw new ConfigError(`${where}[${i}]`, 'must be a non-empty string');
+    return item;
+  });
+}
+
 export function duration(node: Node, key: string, path: string, fallback: string, minMs = 1): number {
   const value = node[key] ?? fallback;
   const ms = parseDuration(value);

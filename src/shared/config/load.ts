@@ -2,7 +2,7 @@ import { accessSync, constants as fsc, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseTrackKey, trackIdProblem, trackKey } from '../artifact-key.js';
 import { isLogLevel } from '../logger.js';
-import { ConfigError, bool, readYamlFile, duration, hostPort, int, isMap, refuseUnknown, section, str, type Node } from './fields.js';
+import { ConfigError, bool, readYamlFile, duration, hostPort, int, isMap, refuseUnknown, section, str, strList, type Node } from './fields.js';
 import type { ArtifactConfig, Config } from './types.js';
 
 export { ConfigError } from './fields.js';
@@ -27,7 +27,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const signing = section(doc, 'signing', 'signing', ['private_key_file']);
   const admin = section(doc, 'admin', 'admin', ['token', 'token_file', 'auth_failure_burst', 'auth_failure_refill_per_second']);
   const store = section(doc, 'store', 'store', ['dir', 'state_file', 'target_cache_mb', 'hot_delta_cache_mb',
-    'delta_concurrency', 'delta_max_source_mb', 'full_compression_level', 'watch_settle']);
+    'delta_concurrency', 'delta_max_source_mb', 'full_compression_level', 'watch_settle', 'publish_roots']);
   const manifest = section(doc, 'manifest', 'manifest', ['cache_size', 'chunk_size', 'retry_after']);
   const coap = section(doc, 'coap', 'coap', ['dedup_cache_bytes', 'max_in_flight']);
   const retention = section(doc, 'retention', 'retention', ['enabled', 'interval', 'history_depth', 'delta_max_age',
@@ -58,6 +58,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
     signing: { privateKeyFile: pathOf(keyFile) },
     admin: {
       token: readAdminToken(admin, pathOf),
+      ...(admin.token_file !== undefined ? { tokenFile: pathOf(String(admin.token_file)) } : {}),
       authFailureBurst: int(admin, 'auth_failure_burst', 'admin', 10, 1),
       authFailureRefillPerSecond: int(admin, 'auth_failure_refill_per_second', 'admin', 1, 1),
     },
@@ -71,6 +72,8 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       fullCompressionLevel: int(store, 'full_compression_level', 'store', 19, 1, 22),
       // A watched binary must stay unchanged this long before it is republished.
       watchSettleMs: duration(store, 'watch_settle', 'store', '5s', 100),
+      // Directories the admin API may publish from (besides the configured artifacts' own).
+      publishRoots: strList(store, 'publish_roots', 'store').map(pathOf),
     },
     manifest: {
       cacheSize: int(manifest, 'cache_size', 'manifest', 10_000, 0),

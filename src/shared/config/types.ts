@@ -19,6 +19,8 @@ export interface Config {
   readonly signing: { readonly privateKeyFile: string };
   readonly admin: {
     readonly token: string;
+    /** Where the token was read from, when a file: never publishable. */
+    readonly tokenFile?: string;
     readonly authFailureBurst: number;
     readonly authFailureRefillPerSecond: number;
   };
@@ -32,6 +34,8 @@ export interface Config {
     readonly fullCompressionLevel: number;
     /** How long a watched binary must stay unchanged before it is republished. */
     readonly watchSettleMs: number;
+    /** Absolute directories admin publishes may read from (symlinks resolved when checked). */
+    readonly publishRoots: readonly string[];
   };
   readonly manifest: { readonly cacheSize: number; readonly chunkSize: number; readonly retryAfterSeconds: number };
   readonly allowFullDownload: boolean;

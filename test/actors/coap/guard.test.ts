@@ -24,3 +24,27 @@ t.test('an oversized or block-wise body is marked too large and emptied before a
   t.equal(blockwise.kind, 'too-large');
   t.notOk(blockwise.kind === 'too-large' && blockwise.packet.options.some((o) => o.name === 'Block1'), 'node-coap never sees Block1');
 });
+
+t.test('an empty confirmable message is a ping, answered with a Reset', async (t) => {
+  t.same(inspectDatagram(Buffer.from([0x40, 0x00, 0x12, 0x34])), { kind: 'ping', messageId: 0x1234 });
+  t.equal(inspectDatagram(Buffer.from([0x60, 0x00, 0x12, 0x34])).kind, 'pass', 'an empty ACK is not a ping');
+});
+
+t.test('critical options the server does not implement are refused, proxy requests are 5.05', async (t) => {
+  const critical = inspectDatagram(request(Buffer.from([0xa0]), [{ name: '65001', value: Buffer.from([1]) }]));
+  t.equal(critical.kind, 'refuse');
+  t.equal(critical.kind === 'refuse' && critical.refusal, 'critical-option');
+  t.notOk(critical.kind === 'refuse' && critical.packet.options.some((o) => String(o.name) === '65001'), 'node-coap never sees it');
+  const ifMatch = inspectDatagram(request(Buffer.from([0xa0]), [{ name: 'If-Match', value: Buffer.from([1]) }]));
+  t.equal(ifMatch.kind === 'refuse' && ifMatch.refusal, 'critical-option', 'If-Match is not implemented');
+  const proxy = inspectDatagram(request(Buffer.from([0xa0]), [{ name: 'Proxy-Uri', value: Buffer.from('coap://elsewhere/') }]));
+  t.equal(proxy.kind === 'refuse' && proxy.refusal, 'proxy');
+  t.equal(inspectDatagram(request(Buffer.from([0xa0]), [{ name: '65000', value: Buffer.from([1]) }])).kind, 'pass', 'an unknown elective option is ignored');
+  t.equal(inspectDatagram(request(Buffer.from([0xa0]), [{ name: 'Uri-Query', value: Buffer.from('a=b') }])).kind, 'pass');
+});
+
+t.test('Observe is ignored: this server has nothing to observe', async (t) => {
+  const verdict = inspectDatagram(Buffer.from([0x40, 0x02, 0x00, 0x01, 0x60]));
+  t.equal(verdict.kind, 'pass');
+  t.same(verdict.kind === 'pass' && verdict.packet.options, [], 'the empty Observe option is gone');
+});
