@@ -18,14 +18,18 @@ export interface LoadResult {
 const LOST_AFTER_MS = 2_000;
 const TOKEN_AT = 4;
 
-/** `template` must be a CON request with a 4-byte token. */
-export async function coapLoad(port: number, template: Buffer, inFlight: number, warmupMs: number, measureMs: number): Promise<LoadResult> {
+/**
+ * `template` must be a CON request with a 4-byte token. `vary`, when given, rewrites bytes of
+ * each request before it is sent (the n-th request overall), e.g. to cycle device ids.
+ */
+export async function coapLoad(port: number, template: Buffer, inFlight: number, warmupMs: number, measureMs: number, vary?: (datagram: Buffer, n: number) => void): Promise<LoadResult> {
   if ((template[0]! & 0x0f) !== 4) throw new RangeError('the template request must carry a 4-byte token');
   const socket = createSocket('udp4');
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
   socket.setRecvBufferSize(4 * 1024 * 1024);
   const slots = Array.from({ length: inFlight }, () => ({ buffer: Buffer.from(template), generation: 0, sentAt: 0 }));
   let messageId = 0;
+  let sent = 0;
   let measuring = false;
   let stopped = false;
   let answered = 0;
@@ -40,6 +44,7 @@ export async function coapLoad(port: number, template: Buffer, inFlight: number,
     slot.buffer.writeUInt16BE(index, TOKEN_AT);
     slot.buffer.writeUInt16BE(slot.generation, TOKEN_AT + 2);
     slot.sentAt = Date.now();
+    vary?.(slot.buffer, sent++);
     socket.send(slot.buffer, port, '127.0.0.1');
   };
 

@@ -17,6 +17,7 @@ const SUITES: readonly SuiteEntry[] = [
   { name: 'coap', load: async () => (await import('./coap.js')).runCoapBench },
   { name: 'agent', load: async () => (await import('./agent.js')).runAgentBench },
   { name: 'soak', load: async () => (await import('./soak.js')).runSoakBench },
+  { name: 'fleet', load: async () => (await import('./fleet.js')).runFleetBench },
 ];
 
 function loadAverage(): string {

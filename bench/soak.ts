@@ -76,6 +76,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
       rate: RATE,
       durationMs: SECONDS * 1000,
       oldShare: 0.3,
+      failRate: 0,
       coapUrl: `coap://127.0.0.1:${coapPort}`,
       coapShare: COAP_SHARE,
       sockets: 64,

@@ -22,7 +22,8 @@ const HELP: Record<string, string> = {
   serve: `usage: updater serve --config FILE
 
 Runs the server. The configuration is validated before anything listens; an error names the
-key and exits with status 2. SIGTERM or SIGINT drains the actors and exits 0.
+key and exits with status 2, as does a database key that cannot be reached. SIGTERM or SIGINT
+drains the actors and exits 0.
 `,
   keygen: `usage: updater keygen --out FILE
 
@@ -122,9 +123,10 @@ async function serveCommand(args: string[]): Promise<number> {
     },
   }).catch((err: Error & { code?: string }) => {
     process.stderr.write(`updater serve: could not start: ${err.code ? `${err.code}: ` : ''}${err.message}\n`);
-    return undefined;
+    return err;
   });
-  if (!supervisor) return 1;
+  // A database that cannot be reached is a configuration problem: the message names `database`.
+  if (supervisor instanceof Error) return (supervisor as { code?: string }).code === 'DATABASE_UNREACHABLE' ? 2 : 1;
   const shutdown = (signal: string) => {
     supervisor.log.info({ signal }, 'draining');
     supervisor.stop().then(resolveDone, resolveDone);

@@ -16,6 +16,9 @@ the server's RSS sampled every second from /metrics. Stops by itself after --dur
   --rate N                  heartbeats per second, all devices together (default 500)
   --duration D              how long to run, e.g. 30s, 5m (default 30s)
   --old-share F             share of devices starting on superseded versions, 0..1 (default 0.1)
+  --fail-rate F             share of devices whose updates fail the boot check, 0..1 (default 0):
+                            each reports the failure with a rollback reason and stays on its
+                            version, so a staged rollout can be watched pausing itself
   --sockets N               keep-alive connections (default 64)
   --max-inflight N          requests in flight at most (default 512)
   --no-download             do not fetch the deltas and binaries offered
@@ -38,6 +41,7 @@ export async function loadCommand(args: string[]): Promise<number> {
       rate: { type: 'string', default: '500' },
       duration: { type: 'string', default: '30s' },
       'old-share': { type: 'string', default: '0.1' },
+      'fail-rate': { type: 'string', default: '0' },
       sockets: { type: 'string', default: '64' },
       'max-inflight': { type: 'string', default: '512' },
       'no-download': { type: 'boolean', default: false },
@@ -64,6 +68,7 @@ export async function loadCommand(args: string[]): Promise<number> {
     rate: number('rate', 1, 1_000_000),
     durationMs,
     oldShare: number('old-share', 0, 1, false),
+    failRate: number('fail-rate', 0, 1, false),
     sockets: number('sockets', 1, 10_000),
     maxInflight: number('max-inflight', 1, 100_000),
     download: !values['no-download'],
@@ -81,7 +86,7 @@ export function formatReport(r: LoadReport): string {
   const lines = [
     `devices ${r.devices} over ${r.tracks} tracks for ${r.seconds.toFixed(1)} s`,
     `requests/s      ${r.requests_per_second.toFixed(0)}   (heartbeats over http ${r.transports.http}, coap ${r.transports.coap})`,
-    `heartbeats      ${r.heartbeats}   downloads ${r.downloads}   updates applied ${r.updates_applied}`,
+    `heartbeats      ${r.heartbeats}   downloads ${r.downloads}   updates applied ${r.updates_applied}   failed ${r.updates_failed}   reports ${r.reports}`,
     `latency ms      p50 ${r.latency_ms.p50.toFixed(2)}   p99 ${r.latency_ms.p99.toFixed(2)}   p999 ${r.latency_ms.p999.toFixed(2)}   max ${r.latency_ms.max.toFixed(2)}`,
     `outcomes        ${JSON.stringify(r.outcomes)}`,
     `errors          ${JSON.stringify(r.errors)}`,

@@ -48,6 +48,20 @@ export class CoapLoadClient {
     });
   }
 
+  /** Sends an update report (CBOR with integer keys); resolves with the status mapped to HTTP (204 expected). */
+  report(body: Buffer): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = coap.request({
+        hostname: this.host, port: this.port, method: 'POST', pathname: '/report', confirmable: true, agent: this.agent,
+        options: { 'Content-Format': 'application/cbor' },
+      });
+      req.on('response', (res) => resolve(STATUS_OF[String(res.code)] ?? 0));
+      req.on('timeout', () => reject(new Error('timeout')));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
   /** Fetches a whole transfer by Block2 (node-coap asks block after block). */
   download(path: string): Promise<{ status: number; size: number; hash: string }> {
     return new Promise((resolve, reject) => {

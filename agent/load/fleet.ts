@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 
 // The simulated fleet: which track each device follows and which binary it runs. A chosen
 // share starts on superseded versions (so deltas are generated and downloaded); the rest run
-// the current target.
+// the current target (during a staged rollout: the stable target). Another chosen share fails
+// every update it applies (--fail-rate), as a device whose new build does not boot.
 
 export interface TrackInfo {
   readonly key: string;
@@ -20,9 +21,13 @@ export interface Device {
   versionHash: string;
   /** A download is under way: no new heartbeat until it ends. */
   busy: boolean;
+  /** This device's updates fail their boot check and are rolled back (--fail-rate). */
+  readonly fails: boolean;
+  /** Targets that failed here: not tried again in this run, as the agent's cooldown would hold off. */
+  readonly failedTargets: Set<string>;
 }
 
-export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare: number, coapShare = 0, seed = randomBytes(4).toString('hex')): Device[] {
+export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare: number, coapShare = 0, seed = randomBytes(4).toString('hex'), failShare = 0): Device[] {
   if (tracks.length === 0) throw new Error('the server has no tracks to simulate devices for');
   const devices: Device[] = [];
   for (let i = 0; i < count; i++) {
@@ -31,7 +36,8 @@ export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare
     const versionHash = old ? track.history[i % track.history.length]! : track.current;
     // Spread the shares evenly over the fleet rather than in blocks.
     const transport: LoadTransport = spread(i, 2) < coapShare ? 'coap' : 'http';
-    devices.push({ id: `load-${seed}-${i.toString().padStart(6, '0')}`, transport, artifact: track.key, versionHash, busy: false });
+    const fails = spread(i, 3) < failShare;
+    devices.push({ id: `load-${seed}-${i.toString().padStart(6, '0')}`, transport, artifact: track.key, versionHash, busy: false, fails, failedTargets: new Set() });
   }
   return devices;
 }
@@ -52,13 +58,27 @@ export function heartbeatFields(device: Device): Record<string, unknown> {
   };
 }
 
+/** The update report a simulated device sends after its boot check (interface.md, UpdateReport). */
+export function reportFields(device: Device, previousHash: string, newHash: string, success: boolean): Record<string, unknown> {
+  return {
+    device_id: device.id,
+    previous_hash: previousHash,
+    new_hash: newHash,
+    success,
+    rollback_reason: success ? '' : 'boot health check failed (simulated by updater load --fail-rate)',
+    timestamp: Math.floor(Date.now() / 1000),
+  };
+}
+
 /** Reads the tracks from the admin API (with history) or, without a token, from /health. */
 export async function discoverTracks(baseUrl: string, adminToken?: string): Promise<TrackInfo[]> {
   if (adminToken) {
     const response = await fetch(`${baseUrl}/admin/artifacts`, { headers: { authorization: `Bearer ${adminToken}` } });
     if (!response.ok) throw new Error(`GET /admin/artifacts answered ${response.status}`);
-    const body = (await response.json()) as { artifacts: { artifact: string; hash: string; history?: string[] }[] };
-    return body.artifacts.map((a) => ({ key: a.artifact, current: a.hash, history: a.history ?? [] }));
+    const body = (await response.json()) as { artifacts: { artifact: string; hash: string; history?: string[]; rollout?: { state: string; stable_hash: string | null } | null }[] };
+    // A fleet in the middle of a staged rollout runs the stable target, not the one rolling out.
+    const startOn = (a: (typeof body.artifacts)[number]) => (a.rollout && a.rollout.state !== 'complete' && a.rollout.stable_hash ? a.rollout.stable_hash : a.hash);
+    return body.artifacts.map((a) => ({ key: a.artifact, current: startOn(a), history: (a.history ?? []).filter((h) => h !== startOn(a)) }));
   }
   const response = await fetch(`${baseUrl}/health`);
   if (!response.ok) throw new Error(`GET /health answered ${response.status}`);

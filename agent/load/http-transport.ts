@@ -54,6 +54,23 @@ export class HttpLoadClient {
     });
   }
 
+  /** Sends an update report; resolves with the status (204 expected). */
+  report(body: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = request({
+        host: this.host, port: this.port, method: 'POST', path: '/report', agent: this.agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      });
+      req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
   /** Downloads a transfer and returns its size and SHA-256. */
   download(path: string): Promise<{ status: number; size: number; hash: string }> {
     return new Promise((resolve, reject) => {

@@ -1,6 +1,6 @@
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../../src/actors/coap/codec.js';
+import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
 import { CoapLoadClient } from './coap-transport.js';
-import { buildFleet, discoverTracks, heartbeatFields, type Device } from './fleet.js';
+import { buildFleet, discoverTracks, heartbeatFields, reportFields, type Device } from './fleet.js';
 import { HttpLoadClient } from './http-transport.js';
 import { judgeSoak, mb, readServerRss, type RssSample, type SoakVerdict } from './rss.js';
 import { LoadStats } from './stats.js';
@@ -15,6 +15,8 @@ export interface LoadOptions {
   rate: number;
   durationMs: number;
   oldShare: number;
+  /** Share of devices whose updates fail their boot check and are reported as rolled back. */
+  failRate: number;
   sockets: number;
   maxInflight: number;
   download: boolean;
@@ -33,6 +35,9 @@ export interface LoadReport {
   heartbeats: number;
   downloads: number;
   updates_applied: number;
+  /** Updates that failed the (simulated) boot check and were reported with a rollback reason. */
+  updates_failed: number;
+  reports: number;
   latency_ms: { p50: number; p99: number; p999: number; max: number };
   outcomes: Record<string, number>;
   errors: Record<string, number>;
@@ -60,7 +65,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number, kind: string): Promise<
 export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const tracks = await discoverTracks(options.url, options.adminToken);
   const coapShare = options.coapUrl ? options.coapShare : 0;
-  const fleet = buildFleet(options.devices, tracks, options.oldShare, coapShare);
+  const fleet = buildFleet(options.devices, tracks, options.oldShare, coapShare, undefined, options.failRate);
   const http = new HttpLoadClient(options.url, options.sockets);
   const coap = options.coapUrl ? new CoapLoadClient(options.coapUrl) : undefined;
   const clientOf = (device: Device) => (device.transport === 'coap' ? coap! : http);
@@ -82,6 +87,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const beat = async (device: Device) => {
     const started = performance.now();
     stats.requests++;
+    // One cycle at a time per device, as a real one: a slow answer must not let the same
+    // device ask again and take the same update twice.
+    device.busy = true;
     try {
       const fields = heartbeatFields(device);
       const answer = await withTimeout(device.transport === 'coap'
@@ -97,26 +105,43 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       if (!m.update_available) return stats.outcome('up_to_date');
       if (!m.signature) return stats.outcome('retry_later');
       stats.outcome(m.delta_endpoint ? 'delta_offered' : 'full_offered');
+      if (device.failedTargets.has(m.target_hash)) return stats.outcome('failed_target_skipped');
       if (options.download) await fetchUpdate(device, m.delta_endpoint ?? m.binary_endpoint!, m.delta_hash, m.target_hash);
     } catch (err) {
       stats.error((err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    } finally {
+      device.busy = false;
     }
   };
 
   const fetchUpdate = async (device: Device, path: string, transferHash: string, targetHash: string) => {
-    device.busy = true;
-    try {
-      stats.requests++;
-      const { status, size, hash } = await withTimeout(clientOf(device).download(path), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
-      stats.downloads++;
-      stats.bytesDown += size;
-      if (status !== 200) return stats.error(`${device.transport}_download_${status}`);
-      if (hash !== transferHash) return stats.error('download_hash_mismatch');
+    stats.requests++;
+    const { status, size, hash } = await withTimeout(clientOf(device).download(path), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
+    stats.downloads++;
+    stats.bytesDown += size;
+    if (status !== 200) return stats.error(`${device.transport}_download_${status}`);
+    if (hash !== transferHash) return stats.error('download_hash_mismatch');
+    // The swap and reboot are simulated; the boot check fails for the --fail-rate share.
+    const previous = device.versionHash;
+    const success = !device.fails;
+    if (success) {
       device.versionHash = targetHash;
       stats.updatesApplied++;
-    } finally {
-      device.busy = false;
+    } else {
+      device.failedTargets.add(targetHash);
+      stats.updatesFailed++;
     }
+    await sendReport(device, previous, targetHash, success);
+  };
+
+  const sendReport = async (device: Device, previous: string, target: string, success: boolean) => {
+    stats.requests++;
+    const fields = reportFields(device, previous, target, success);
+    const status = await withTimeout(device.transport === 'coap'
+      ? coap!.report(encodeWithIntegerKeys(fields, REPORT_KEYS))
+      : http.report(JSON.stringify(fields)), HEARTBEAT_DEADLINE_MS, `${device.transport}_report_timeout`);
+    if (status !== 204) return stats.error(`${device.transport}_report_${status}`);
+    stats.reports++;
   };
 
   const rssTimer = setInterval(async () => {
@@ -169,6 +194,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     heartbeats: stats.heartbeats,
     downloads: stats.downloads,
     updates_applied: stats.updatesApplied,
+    updates_failed: stats.updatesFailed,
+    reports: stats.reports,
     latency_ms: stats.percentiles(),
     outcomes: Object.fromEntries([...stats.outcomes].filter(([kind]) => kind !== 'http' && kind !== 'coap')),
     errors: Object.fromEntries(stats.errors),

@@ -11,6 +11,8 @@ export class LoadStats {
   bytesDown = 0;
   bytesUp = 0;
   updatesApplied = 0;
+  updatesFailed = 0;
+  reports = 0;
   readonly errors = new Map<string, number>();
   readonly outcomes = new Map<string, number>();
   private readonly samples = new Float32Array(MAX_SAMPLES);

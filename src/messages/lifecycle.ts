@@ -6,7 +6,7 @@ import type { LogLevel } from '../shared/logger.js';
 // The supervisor ↔ actor lifecycle protocol, carried on each worker's parentPort. Actor APIs
 // themselves travel over comlink on dedicated MessagePorts, one port per caller → callee link.
 
-export type ActorName = 'store-keeper' | 'manifester' | 'sweeper' | 'http' | 'coap';
+export type ActorName = 'store-keeper' | 'fleet' | 'manifester' | 'sweeper' | 'http' | 'coap';
 export type PeerName = ActorName | 'supervisor';
 
 export interface ActorWorkerData {

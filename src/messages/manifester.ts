@@ -1,4 +1,5 @@
 import type { SerializedError } from '../shared/errors.js';
+import type { RolloutPlan } from '../shared/rollout-plan.js';
 import type { ControlApi } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
@@ -75,7 +76,37 @@ export interface TrackView {
   binary: string;
   /** Superseded target hashes, newest first (delta sources). */
   history: string[];
+  /** The track's staged rollout, or null when its target went to every device at once. */
+  rollout: RolloutView | null;
 }
+
+/** A staged rollout as the admin API shows it (interface.md, "Staged rollouts"). */
+export interface RolloutView {
+  target_hash: string;
+  target_version: string;
+  /** The last target of the track that reached 100 %; null when none did yet. */
+  stable_hash: string | null;
+  percent: number;
+  steps: number[];
+  /** Echoed as given. */
+  step_interval: string;
+  max_failure_rate: number;
+  min_reports: number;
+  state: 'running' | 'paused' | 'complete' | 'aborted';
+  paused_reason: 'failure_rate' | 'operator' | null;
+  /** Aborted with rollback: devices on the target are offered the stable target. */
+  rollback: boolean;
+  /** Boot-confirmed reports counted toward an automatic pause (since the start or the last resume). */
+  reports: { success: number; failure: number };
+  /** Unix seconds. */
+  started_at: number;
+  next_step_at: number | null;
+}
+
+/** `POST /admin/rollout`: an action, or a percent set by the operator. */
+export type RolloutCommand =
+  | { readonly artifact: string; readonly action: 'pause' | 'resume' | 'abort' | 'complete'; readonly rollback: boolean }
+  | { readonly artifact: string; readonly percent: number };
 
 export interface TrackListing {
   /** The track that answers heartbeats naming no artifact; '' when there is none. */
@@ -90,6 +121,8 @@ export interface PublishRequest {
   readonly arch: string;
   readonly version: string;
   readonly binary: string;
+  /** Roll the target out in stages; without it every device is offered it at once. */
+  readonly rollout?: RolloutPlan;
 }
 
 export interface PublishOutcome extends TrackView {
@@ -114,4 +147,8 @@ export interface TrackAdminApi {
   setDefaultTrack(artifact: string): Promise<{ default: string }>;
   /** Re-reads every file-backed track, or only `artifact` when it is given. */
   reloadTracks(artifact?: string): Promise<ReloadOutcome>;
+  /** ROLLOUT_NOT_FOUND for a track without a rollout, ROLLOUT_CONFLICT for an action its state forbids. */
+  controlRollout(command: RolloutCommand): Promise<RolloutView>;
+  /** The rollout of a track; null when it has none or is not a track (any more). */
+  rolloutOf(artifact: string): Promise<RolloutView | null>;
 }

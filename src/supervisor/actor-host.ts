@@ -8,6 +8,8 @@ export const READY_DEADLINE_MS: Record<ActorName, number> = {
   // Reads every stored file once at start to check it against its name (a large store on a
   // slow disk takes minutes).
   'store-keeper': 30 * 60_000,
+  // Opens the database and applies its migrations.
+  fleet: 120_000,
   // Registers the configured binaries, streaming each into the store.
   manifester: 15 * 60_000,
   // A worker thread's own start (loading its modules) takes well under a second on an idle

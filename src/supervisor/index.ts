@@ -15,6 +15,8 @@ import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './res
 //                    └──▶ store-keeper (locate)      supervisor: control of every actor,
 //                    └──▶ supervisor (metrics)       metrics, restarts, drain
 //                    └──▶ sweeper (gc) ──▶ manifester (references), store-keeper (inventory, remove)
+//   http, coap ──▶ fleet (inventory records after each answer; admin fleet reads) ──▶ manifester (default track)
+//   manifester ──▶ fleet (rollout health counts, once a second while a rollout runs)
 //   devices ─CoAP─▶ coap: the same manifester and store-keeper links as http (no supervisor
 //                   link: /metrics is HTTP only); started only when listen.coap is set.
 //
@@ -22,7 +24,7 @@ import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './res
 // restarts, the supervisor builds fresh channels for every link that touches it.
 
 /** Start order: each actor's callees come before it. */
-const ACTORS: readonly ActorName[] = ['store-keeper', 'manifester', 'sweeper', 'http', 'coap'];
+const ACTORS: readonly ActorName[] = ['store-keeper', 'fleet', 'manifester', 'sweeper', 'http', 'coap'];
 const LINKS: readonly (readonly [caller: ActorName, callee: PeerName])[] = [
   ['manifester', 'store-keeper'],
   ['store-keeper', 'manifester'],
@@ -34,11 +36,15 @@ const LINKS: readonly (readonly [caller: ActorName, callee: PeerName])[] = [
   ['sweeper', 'store-keeper'],
   ['coap', 'manifester'],
   ['coap', 'store-keeper'],
+  ['http', 'fleet'],
+  ['coap', 'fleet'],
+  ['fleet', 'manifester'],
+  ['manifester', 'fleet'],
 ];
 
-/** The actors this configuration runs: the CoAP front-end only when `listen.coap` is set. */
+/** The actors this configuration runs: CoAP only when `listen.coap` is set, fleet unless turned off. */
 function actorsFor(config: Config): readonly ActorName[] {
-  return ACTORS.filter((name) => name !== 'coap' || config.listen.coap !== undefined);
+  return ACTORS.filter((name) => (name !== 'coap' || config.listen.coap !== undefined) && (name !== 'fleet' || config.fleet.enabled));
 }
 
 /** Drain in reverse order: stop taking requests first, then let work under way finish. */

@@ -23,7 +23,7 @@ t.test('the admin API manages tracks through their whole lifecycle', async (t) =
   t.test('GET /admin/artifacts lists the configured track and the inferred default', async (t) => {
     const list = await listTracks(server.url);
     t.equal(list.default, 'app');
-    t.same(list.artifacts, [{ artifact: 'app', name: 'app', os: '', arch: '', version: '1.0.0', hash: app.hash, size: app.size, source: 'config', binary: app.path, history: [] }]);
+    t.same(list.artifacts, [{ artifact: 'app', name: 'app', os: '', arch: '', version: '1.0.0', hash: app.hash, size: app.size, source: 'config', binary: app.path, history: [], rollout: null }]);
   });
 
   const tool1 = await fixture.writeBinary('tool-1.bin', firmware(50_000, 'tool-1'));
@@ -108,7 +108,7 @@ t.test('the admin API manages tracks through their whole lifecycle', async (t) =
     const ok = await adminCall(server.url, 'POST', '/admin/loglevel', { level: 'error' });
     t.equal(ok.status, 200);
     t.equal(ok.json.level, 'error');
-    t.same([...ok.json.applied].sort(), ['http', 'manifester', 'store-keeper', 'supervisor', 'sweeper']);
+    t.same([...ok.json.applied].sort(), ['fleet', 'http', 'manifester', 'store-keeper', 'supervisor', 'sweeper']);
     const bad = await adminCall(server.url, 'POST', '/admin/loglevel', { level: 'loud' });
     t.equal(bad.status, 400);
     t.equal(bad.json.error.code, 'INVALID_FIELD');

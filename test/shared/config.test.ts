@@ -42,6 +42,15 @@ t.test('configuration validation', async (t) => {
     t.same(config.store.publishRoots, [], 'no publish roots unless configured');
     t.same(validateConfig({ ...base(), store: { dir: 'store', publish_roots: ['builds'] } }, configPath).store.publishRoots, [join(fixture.dir, 'builds')], 'relative roots resolve against the configuration');
     t.ok(Object.isFrozen(config) && Object.isFrozen(config.store), 'frozen once validated');
+    t.equal(config.database, join(fixture.dir, 'store', 'updater.db'), 'the fleet database: an SQLite file in the store directory');
+    t.same(config.fleet, { enabled: true, flushIntervalMs: 1000, bufferMb: 16, deviceMaxAgeMs: 2160 * 3600_000, reportMaxAgeMs: 720 * 3600_000 });
+  });
+
+  t.test('database is a file relative to the configuration, or a postgres:// URL as given', async (t) => {
+    t.equal(validateConfig({ ...base(), database: 'var/fleet.db' }, configPath).database, join(fixture.dir, 'var', 'fleet.db'));
+    t.equal(validateConfig({ ...base(), database: 'postgres://u:p@db:5432/updater' }, configPath).database, 'postgres://u:p@db:5432/updater');
+    const keepAll = validateConfig({ ...base(), fleet: { device_max_age: 0, report_max_age: '0', flush_interval: '250ms', buffer_mb: 4 } }, configPath).fleet;
+    t.same(keepAll, { enabled: true, flushIntervalMs: 250, bufferMb: 4, deviceMaxAgeMs: 0, reportMaxAgeMs: 0 }, '0 keeps everything');
   });
 
   t.test('the legacy target form folds into a track named default', async (t) => {
@@ -82,6 +91,12 @@ t.test('configuration validation', async (t) => {
     check((d) => (d.default_artifact = 'nosuch'), 'default_artifact', /not a configured track/);
     check((d) => (d.default_artifact = 'app/linux'), 'default_artifact', /os and arch/);
     check((d) => (d.target = { version: '1', binary: bin.path }), 'target', /cannot be combined/);
+    check((d) => (d.database = 'mysql://root@db/x'), 'database', /file path or a postgres/);
+    check((d) => (d.database = 'postgres://[bad'), 'database', /not a valid postgres/);
+    check((d) => (d.fleet = { buffer_mb: 0 }), 'fleet.buffer_mb', /integer from 1/);
+    check((d) => (d.fleet = { flush_interval: 'fast' }), 'fleet.flush_interval', /duration/);
+    check((d) => (d.fleet = { device_max_age: '-1h' }), 'fleet.device_max_age', /duration/);
+    check((d) => (d.fleet = { buffer: 1 }), 'fleet.buffer', /not a known key/);
     check((d) => (d.store.publish_roots = '/srv/builds'), 'store.publish_roots', /list of strings/);
     check((d) => (d.store.publish_roots = ['/srv', 7]), 'store.publish_roots[1]', /non-empty string/);
   });

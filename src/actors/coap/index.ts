@@ -12,6 +12,7 @@ import { inspectDatagram } from './guard.js';
 import { createCoapMetrics } from './metrics.js';
 import { requestBytes, sendError } from './respond.js';
 import { deviceRoutes } from './routes.js';
+import { fleetFeedFor } from '../fleet-feed.js';
 import { TransferReader } from './transfer.js';
 
 //   UDP datagram ─▶ guard (parse once; drop garbage; mark oversized bodies)
@@ -41,7 +42,8 @@ await runActor(async (ctx) => {
   });
   const transfers = new TransferReader((kind, to, from) =>
     ctx.call<StoreKeeperApi, TransferLocation | null>('store-keeper', (s) => s.locate(kind, to, from), LOCATE_DEADLINE_MS));
-  const handle = deviceRoutes({ ctx, metrics, transfers, isTooLarge: (req) => tooLarge.has(req._packet) });
+  const fleet = fleetFeedFor(ctx);
+  const handle = deviceRoutes({ ctx, metrics, transfers, fleet, isTooLarge: (req) => tooLarge.has(req._packet) });
 
   server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
     // A send that fails (socket closed during a drain, packet too large) must not end the thread.
@@ -102,6 +104,7 @@ await runActor(async (ctx) => {
       await inFlight.idle(DRAIN_REQUESTS_MS);
       server.close();
       await new Promise<void>((resolve) => socket.close(() => resolve()));
+      fleet.flush();
     },
   } satisfies ControlApi;
 });

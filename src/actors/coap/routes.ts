@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingMessage } from 'coap';
 import type { HeartbeatOutcome, ManifesterApi, Manifest } from '../../messages/manifester.js';
 import type { TransferKind } from '../../messages/store.js';
-import { validateHeartbeat, validateReport } from '../../shared/device-messages.js';
+import { validateHeartbeat, validateReport, type HeartbeatFields } from '../../shared/device-messages.js';
 import { UpdaterError, errorIsInternal, isUpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
@@ -9,6 +9,7 @@ import { coapChunkSize, encodeBlockOption, parseBlockOption, selectBlock } from 
 import { encodeManifest, heartbeatFields, reportFields } from './codec.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
+import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';
@@ -22,6 +23,8 @@ export interface RouteDeps {
   ctx: ActorContext;
   metrics: CoapMetrics;
   transfers: TransferReader;
+  /** Where answered heartbeats and reports go for the inventory. */
+  fleet: FleetFeed;
   /** Packets whose body was refused before node-coap saw it (see guard.ts). */
   isTooLarge(req: IncomingMessage): boolean;
 }
@@ -43,9 +46,12 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     ctx.call<ManifesterApi, HeartbeatOutcome[]>('manifester', (m) => m.heartbeats(batch), HEARTBEAT_DEADLINE_MS));
 
   const heartbeat: Handler = async (req, res) => {
-    const request = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
+    const receivedAtMs = Date.now();
+    const fields = heartbeatFields(cborBody(req, deps));
+    const request = validateHeartbeat(fields);
     const manifest = await heartbeats.heartbeat(request);
     send(res, '2.05', encodeManifest(withCoapChunks(manifest)), { 'Content-Format': CONTENT_FORMAT_CBOR });
+    deps.fleet.heartbeat(heartbeatRecord(fields as HeartbeatFields, request, 'coap', receivedAtMs));
     return '2.05';
   };
 
@@ -54,6 +60,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     metrics.report(update.success);
     ctx.log[update.success ? 'info' : 'warn']({ report: update, transport: 'coap' }, 'update report');
     send(res, '2.04');
+    deps.fleet.report(reportRecord(update, Date.now()));
     return '2.04';
   };
 

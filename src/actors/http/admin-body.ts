@@ -1,7 +1,8 @@
-import type { PublishRequest } from '../../messages/manifester.js';
+import type { PublishRequest, RolloutCommand } from '../../messages/manifester.js';
 import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { isLogLevel, type LogLevel } from '../../shared/logger.js';
+import { isPercent, parseRolloutPlan } from '../../shared/rollout-plan.js';
 import { parseJson } from './body.js';
 
 // Validation of admin request bodies (interface.md, Admin API). Track keys are checked here,
@@ -40,7 +41,7 @@ export function artifactKey(value: unknown, field = 'artifact'): string {
 
 export function parsePublishBody(body: Buffer): PublishRequest {
   const fields = objectBody(body, false);
-  refuseUnknown(fields, ['name', 'os', 'arch', 'version', 'binary']);
+  refuseUnknown(fields, ['name', 'os', 'arch', 'version', 'binary', 'rollout']);
   const id = makeTrackId(fields.name, fields.os, fields.arch);
   const version = fields.version;
   if (typeof version !== 'string' || version === '') fail('version', 'must be a non-empty string');
@@ -49,7 +50,27 @@ export function parsePublishBody(body: Buffer): PublishRequest {
   if (typeof binary !== 'string' || binary === '') fail('binary', 'must be a server-side file path');
   if (binary.length > MAX_PATH_LENGTH || binary.includes('\u0000')) fail('binary', 'is not a usable path');
   if (!binary.startsWith('/')) fail('binary', 'must be an absolute path (the server resolves nothing relative to its working directory)');
-  return { ...id, version, binary };
+  return { ...id, version, binary, ...(fields.rollout !== undefined ? { rollout: parseRolloutPlan(fields.rollout) } : {}) };
+}
+
+const ROLLOUT_ACTIONS = ['pause', 'resume', 'abort', 'complete'] as const;
+
+/** `POST /admin/rollout`: `{artifact, action, rollback?}` or `{artifact, percent}`. */
+export function parseRolloutBody(body: Buffer): RolloutCommand {
+  const fields = objectBody(body, false);
+  refuseUnknown(fields, ['artifact', 'action', 'rollback', 'percent']);
+  const artifact = artifactKey(fields.artifact);
+  if ((fields.action === undefined) === (fields.percent === undefined)) fail('action', 'or percent is required, and only one of them');
+  if (fields.percent !== undefined) {
+    if (fields.rollback !== undefined) fail('rollback', 'goes only with the action abort');
+    if (!isPercent(fields.percent)) fail('percent', 'must be a number from 0 to 100 (two decimals at most)');
+    return { artifact, percent: fields.percent };
+  }
+  const action = fields.action as (typeof ROLLOUT_ACTIONS)[number];
+  if (!ROLLOUT_ACTIONS.includes(action)) fail('action', `must be one of ${ROLLOUT_ACTIONS.join(', ')}`);
+  if (fields.rollback !== undefined && typeof fields.rollback !== 'boolean') fail('rollback', 'must be true or false');
+  if (fields.rollback === true && action !== 'abort') fail('rollback', 'goes only with the action abort');
+  return { artifact, action, rollback: fields.rollback === true };
 }
 
 export function parseArtifactBody(body: Buffer, allowEmpty: boolean): string | undefined {

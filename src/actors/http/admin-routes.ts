@@ -5,8 +5,9 @@ import type { ManifesterApi } from '../../messages/manifester.js';
 import type { SupervisorApi } from '../../messages/supervisor.js';
 import { UpdaterError, errorIsInternal } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
-import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody } from './admin-body.js';
+import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody, parseRolloutBody } from './admin-body.js';
 import { AdminAuth } from './auth.js';
+import { registerFleetRoutes } from './fleet-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
 import { exchange, methodNotAllowed, sendError, sendJson, type Exchange } from './respond.js';
@@ -24,7 +25,17 @@ const PUBLISH_DEADLINE_MS = 15 * 60_000;
 const RELOAD_DEADLINE_MS = 60 * 60_000;
 const GC_DEADLINE_MS = 30 * 60_000;
 
-type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: { artifact?: string }) => Promise<void>;
+/** What a handler gets from the request, read before the first await (uWS reuses it after). */
+export interface AdminQuery {
+  artifact?: string;
+  /** The whole query string, for calls that check every key. */
+  raw: string;
+  /** The `:param` path segment, for routes that have one. */
+  param?: string;
+}
+
+export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
+export type AdminRoute = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => void;
 
 export interface AdminDeps {
   ctx: ActorContext;
@@ -48,7 +59,7 @@ export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
     ctx.call<SupervisorApi, R>('supervisor', (s) => fn(s as unknown as SupervisorApi), deadline);
 
   /** Authenticates, then reads the body (when the method has one) and runs the handler. */
-  const route = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => {
+  const route: AdminRoute = (method, path, name, handler) => {
     app[method](path, (res: HttpResponse, req: HttpRequest) => {
       const ex = exchange(res);
       const stop = metrics.startRequest(name);
@@ -69,7 +80,7 @@ export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
         return finish();
       }
       // The request object is only valid until the first await: take what is needed now.
-      const query = { artifact: req.getQuery('artifact') };
+      const query: AdminQuery = { artifact: req.getQuery('artifact'), raw: req.getQuery() ?? '', ...(path.includes('/:') ? { param: req.getParameter(0) } : {}) };
       const body = method === 'post' ? readBody(ex, req, MAX_ADMIN_BODY_BYTES) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
       handler(ex, body, query).then(finish, (err) => {
@@ -110,6 +121,13 @@ export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
     sendJson(ex, 200, outcome);
   });
 
+  route('post', '/admin/rollout', 'admin_rollout', async (ex, body) => {
+    const command = parseRolloutBody(await body!);
+    const rollout = await manifester((m) => m.controlRollout(command));
+    ctx.log.info({ artifact: command.artifact, command, state: rollout.state, percent: rollout.percent }, 'admin: rollout changed');
+    sendJson(ex, 200, rollout);
+  });
+
   route('post', '/admin/gc', 'admin_gc', async (ex, body) => {
     await body; // any body is ignored, but it is read (and capped) like the others
     sendJson(ex, 200, await ctx.call<SweeperApi, SweepResult>('sweeper', (s) => s.sweep(), GC_DEADLINE_MS));
@@ -120,11 +138,13 @@ export function registerAdminRoutes(app: TemplatedApp, deps: AdminDeps): void {
     sendJson(ex, 200, await supervisor((s) => s.setLogLevel(level)));
   });
 
+  registerFleetRoutes(route, ctx);
+
   // Known paths with another method, then unknown admin paths: still only for a valid token.
   route('any', '/admin/artifacts', 'admin_other', async () => {
     throw methodNotAllowed(['GET', 'POST', 'DELETE']);
   });
-  for (const path of ['/admin/default', '/admin/reload', '/admin/gc', '/admin/loglevel']) {
+  for (const path of ['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/loglevel', '/admin/devices', '/admin/devices/:id', '/admin/fleet']) {
     route('any', path, 'admin_other', async () => {
       throw methodNotAllowed(['POST']);
     });

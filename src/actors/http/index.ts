@@ -2,6 +2,7 @@ import uWS from 'uWebSockets.js';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
+import { fleetFeedFor } from '../fleet-feed.js';
 import { runActor } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { listenExclusive } from './listen.js';
@@ -18,7 +19,8 @@ await runActor(async (ctx) => {
   const downloads = new Set<Promise<void>>();
   let draining = false;
   const metrics = createHttpMetrics(ctx.registry);
-  registerDeviceRoutes(app, { ctx, metrics, downloads, isDraining: () => draining });
+  const fleet = fleetFeedFor(ctx);
+  registerDeviceRoutes(app, { ctx, metrics, downloads, fleet, isDraining: () => draining });
   registerAdminRoutes(app, { ctx, metrics, isDraining: () => draining });
   app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
 
@@ -43,6 +45,7 @@ await runActor(async (ctx) => {
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
       await Promise.race([Promise.allSettled([...downloads]), timeout]);
       closeAll();
+      fleet.flush();
     },
   } satisfies ControlApi;
 });

@@ -1,9 +1,10 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
+import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { StoreCondition, StoreKeeperApi, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { SupervisorApi } from '../../messages/supervisor.js';
-import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../shared/device-messages.js';
+import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES, type HeartbeatFields } from '../../shared/device-messages.js';
 import { UpdaterError, errorIsInternal } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
@@ -25,6 +26,8 @@ export interface RouteDeps {
   metrics: HttpMetrics;
   /** Open downloads, so a drain can wait for them. */
   downloads: Set<Promise<void>>;
+  /** Where answered heartbeats and reports go for the inventory. */
+  fleet: FleetFeed;
   isDraining(): boolean;
 }
 
@@ -61,8 +64,13 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
     ctx.call<ManifesterApi, HeartbeatOutcome<string>[]>('manifester', (m) => m.heartbeatsJson(batch), HEARTBEAT_DEADLINE_MS));
 
   route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
+    const receivedAtMs = Date.now();
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    send(ex, 200, await heartbeats.heartbeat(validateHeartbeat(parseJson(body))));
+    const fields = parseJson(body);
+    const request = validateHeartbeat(fields);
+    send(ex, 200, await heartbeats.heartbeat(request));
+    // Only an answered heartbeat enters the inventory, and only once the device has its answer.
+    deps.fleet.heartbeat(heartbeatRecord(fields as HeartbeatFields, request, 'http', receivedAtMs));
   });
 
   route('post', '/report', 'report', async (ex, req) => {
@@ -71,6 +79,7 @@ export function registerDeviceRoutes(app: TemplatedApp, deps: RouteDeps): void {
     metrics.report(report.success);
     ctx.log[report.success ? 'info' : 'warn']({ report }, 'update report');
     send(ex, 204, '');
+    deps.fleet.report(reportRecord(report, Date.now()));
   });
 
   route('get', '/delta/:from/:to', 'delta', async (ex, req) => {

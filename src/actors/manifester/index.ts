@@ -1,4 +1,5 @@
 import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
+import { FLEET_DEADLINES_MS, type FleetApi, type RolloutHealth } from '../../messages/fleet.js';
 import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
 import { CountLru } from '../../shared/lru.js';
 import { serializeError } from '../../shared/errors.js';
@@ -8,6 +9,7 @@ import { runActor, type ActorContext } from '../runtime.js';
 import { BinaryWatcher } from './file-watch.js';
 import { Manifester, type StoreRequests } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
+import { RolloutControl } from './rollout-control.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin, storeCannotWrite } from './track-admin.js';
@@ -20,6 +22,8 @@ const STORE_REFUSED_COOLDOWN_MS = 3_000;
 const SNAPSHOT_DEADLINE_MS = 60_000;
 /** Registering a configured binary streams it into the store; large images take a while. */
 const REGISTER_DEADLINE_MS = 10 * 60_000;
+/** How often rollouts are checked: health counts, then steps that are due. */
+const ROLLOUT_TICK_MS = 1000;
 
 await runActor(async (ctx) => {
   const { config } = ctx;
@@ -27,7 +31,8 @@ await runActor(async (ctx) => {
   const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from, t.to));
   const tracks = new TrackTable();
   const requests = storeRequests(ctx);
-  const metrics = createManifesterMetrics(ctx.registry, () => signed.size);
+  const metrics = createManifesterMetrics(ctx.registry, () => signed.size, () =>
+    tracks.all().flatMap((t) => (t.rollout ? [{ artifact: t.key, percent: t.rollout.percent, state: t.rollout.state }] : [])));
   const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics);
 
   const resync = async () => {
@@ -60,13 +65,20 @@ await runActor(async (ctx) => {
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
   // which fails the start.
   await admin.boot();
+  // Without the fleet inventory there are no report counts: rollouts step and obey commands, but never pause themselves.
+  const health = config.fleet.enabled
+    ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call<FleetApi, RolloutHealth[]>('fleet', (f) => f.rolloutHealth(queries), FLEET_DEADLINES_MS.rolloutHealth)
+    : undefined;
+  const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
+  rollouts.start();
 
   return {
     heartbeats: async (batch) => batch.map((request) => answer(() => manifester.heartbeat(request))),
     heartbeatsJson: async (batch) => batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request)))),
     health: async () => manifester.health(),
     references: async () => ({
-      current: tracks.all().map((t) => t.hash),
+      // A rollout's stable target is still answered to devices: its files stay current.
+      current: tracks.all().flatMap((t) => (t.rollout?.stable && t.rollout.stable.hash !== t.hash ? [t.hash, t.rollout.stable.hash] : [t.hash])),
       history: tracks.all().flatMap((t) => t.history),
     }),
     storeEvent: (event) => view.apply(event),
@@ -75,9 +87,14 @@ await runActor(async (ctx) => {
     deleteTrack: async (artifact) => admin.remove(artifact),
     setDefaultTrack: async (artifact) => admin.setDefault(artifact),
     reloadTracks: async (artifact) => admin.reload(artifact),
+    controlRollout: async (command) => rollouts.command(command),
+    rolloutOf: async (artifact) => rollouts.view(artifact),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
-    drain: async () => watcher.close(),
+    drain: async () => {
+      await rollouts.stop();
+      await watcher.close();
+    },
   } satisfies ManifesterApi;
 });
 

@@ -6,9 +6,18 @@ import type { Logger } from '../../shared/logger.js';
 import { CountLru } from '../../shared/lru.js';
 import { decide } from './decide.js';
 import type { ManifesterMetrics } from './metrics.js';
+import { routeDevice, type TargetRef } from './rollout.js';
 import { FULL, type SignedManifests } from './signer.js';
 import type { StoreView } from './store-view.js';
-import type { Track, TrackTable } from './tracks.js';
+import type { TrackTable } from './tracks.js';
+
+/** What a device is answered toward: a track's target, or its stable target during a rollout. */
+interface Target {
+  readonly key: string;
+  readonly version: string;
+  readonly hash: string;
+  readonly size: number;
+}
 
 const MB = 1024 * 1024;
 /** How often the same oversize pair is logged at WARN. */
@@ -23,10 +32,12 @@ export interface StoreRequests {
 export class Manifester {
   private readonly warned = new CountLru<string, number>(1024);
   /**
-   * The unsigned answers of a track, built once. A track is replaced by a new object when it
-   * changes, so these go with the old object and are never stale.
+   * The unsigned answers of a target, built once. A track (and its rollout's stable target) is
+   * replaced by a new object when it changes, so these go with the old object and are never stale.
    */
-  private readonly unsigned = new WeakMap<Track, { noUpdate: Manifest; retryLater: Manifest }>();
+  private readonly unsigned = new WeakMap<Target, { noUpdate: Manifest; retryLater: Manifest }>();
+  /** The stable target of a rollout as a Target of its track, one object per stable reference. */
+  private readonly stableTargets = new WeakMap<TargetRef, Target>();
   /** Every answer is a long-lived object (above, or the signed-manifest LRU): its JSON is kept beside it. */
   private readonly jsonOf = new WeakMap<Manifest, string>();
 
@@ -42,30 +53,49 @@ export class Manifester {
 
   heartbeat(request: HeartbeatRequest): Manifest {
     const track = this.tracks.resolve(request.artifact);
+    let target: Target | undefined = track;
+    const rollout = track?.rollout;
+    // A staged rollout picks the target before rows 2-7; without one, or once it is complete,
+    // the table runs exactly as spec 3.1 has it.
+    if (track && rollout && rollout.state !== 'complete') {
+      const route = routeDevice(rollout, request.deviceId, request.versionHash);
+      this.metrics.routed(route);
+      if (route === 'stay' || (route === 'stable' && rollout.stable === null)) return this.noUpdate(track);
+      if (route === 'stable') target = this.stableTarget(track.key, rollout.stable!);
+    }
     const decision = decide({
-      target: track,
+      target,
       versionHash: request.versionHash,
       store: this.store,
       capBytes: this.config.store.deltaMaxSourceMb * MB,
       allowFullDownload: this.config.allowFullDownload,
     });
     this.metrics.decided(decision.row);
-    if (decision.action === 'unknown-artifact' || !track) {
+    if (decision.action === 'unknown-artifact' || !target) {
       throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${request.artifact || '(default)'}`, { artifact: request.artifact });
     }
     switch (decision.action) {
       case 'up-to-date':
       case 'stranded':
-        return this.noUpdate(track);
+        return this.noUpdate(target);
       case 'serve-delta':
-        return this.signedDelta(track, request.versionHash, decision.delta);
+        return this.signedDelta(target, request.versionHash, decision.delta);
       case 'generate-delta':
-        this.requests.ensureDelta(request.versionHash, track.hash);
-        return this.retryLater(track);
+        this.requests.ensureDelta(request.versionHash, target.hash);
+        return this.retryLater(target);
       case 'serve-full':
-        if ('oversize' in decision) this.warnOversize(track, decision.oversize);
-        return this.signedFull(track);
+        if ('oversize' in decision) this.warnOversize(target, decision.oversize);
+        return this.signedFull(target);
     }
+  }
+
+  private stableTarget(key: string, stable: TargetRef): Target {
+    let target = this.stableTargets.get(stable);
+    if (!target) {
+      target = { key, version: stable.version, hash: stable.hash, size: stable.size };
+      this.stableTargets.set(stable, target);
+    }
+    return target;
   }
 
   health(): HealthView {
@@ -74,7 +104,7 @@ export class Manifester {
     return { status: 'ok', artifacts };
   }
 
-  private base(track: Track): Manifest {
+  private base(track: Target): Manifest {
     return {
       update_available: false,
       target_version: track.version,
@@ -98,7 +128,7 @@ export class Manifester {
     return text;
   }
 
-  private unsignedFor(track: Track): { noUpdate: Manifest; retryLater: Manifest } {
+  private unsignedFor(track: Target): { noUpdate: Manifest; retryLater: Manifest } {
     let answers = this.unsigned.get(track);
     if (!answers) {
       const noUpdate = this.base(track);
@@ -108,15 +138,15 @@ export class Manifester {
     return answers;
   }
 
-  private noUpdate(track: Track): Manifest {
+  private noUpdate(track: Target): Manifest {
     return this.unsignedFor(track).noUpdate;
   }
 
-  private retryLater(track: Track): Manifest {
+  private retryLater(track: Target): Manifest {
     return this.unsignedFor(track).retryLater;
   }
 
-  private signedDelta(track: Track, from: string, delta: TransferInfo): Manifest {
+  private signedDelta(track: Target, from: string, delta: TransferInfo): Manifest {
     const cached = this.signed.get(track.key, from, track.hash);
     const manifest = cached ?? this.signed.sign(track.key, from, track.hash, {
       ...this.transferFields(track, delta),
@@ -126,7 +156,7 @@ export class Manifester {
     return manifest;
   }
 
-  private signedFull(track: Track): Manifest {
+  private signedFull(track: Target): Manifest {
     const cached = this.signed.get(track.key, FULL, track.hash);
     if (cached) {
       this.metrics.served('full');
@@ -145,7 +175,7 @@ export class Manifester {
     });
   }
 
-  private transferFields(track: Track, transfer: TransferInfo): Manifest {
+  private transferFields(track: Target, transfer: TransferInfo): Manifest {
     const chunk = this.config.manifest.chunkSize;
     return {
       ...this.base(track),
@@ -156,7 +186,7 @@ export class Manifester {
     };
   }
 
-  private warnOversize(track: Track, oversize: { hash: string; size: number }): void {
+  private warnOversize(track: Target, oversize: { hash: string; size: number }): void {
     const key = `${oversize.hash}|${track.hash}`;
     const now = Date.now();
     const last = this.warned.get(key);

@@ -5,6 +5,7 @@ import { trackIdProblem, trackKey } from '../../shared/artifact-key.js';
 import { replaceFileDurably } from '../../shared/durable-file.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { isSha256Hex } from '../../shared/hash.js';
+import { decodeRollout, encodeRollout, type PersistedRollout } from './rollout-codec.js';
 import type { Track } from './tracks.js';
 
 // `store.state_file`: the tracks and the default as the manifester last recorded them, so that
@@ -32,7 +33,8 @@ interface StateDocument {
   saved_at: string;
   default: string;
   config_default: string;
-  tracks: TrackView[];
+  /** A track's staged rollout is recorded with it, in full (absent when it has none). */
+  tracks: (Omit<TrackView, 'rollout'> & { rollout?: PersistedRollout })[];
 }
 
 export function encodeState(state: PersistedState): string {
@@ -45,6 +47,7 @@ export function encodeState(state: PersistedState): string {
     tracks: state.tracks.map((t) => ({
       artifact: t.key, name: t.name, os: t.os, arch: t.arch, version: t.version, hash: t.hash, size: t.size,
       source: t.source, binary: t.binary, history: [...t.history],
+      ...(t.rollout ? { rollout: encodeRollout(t.rollout) } : {}),
     })),
   };
   return `${JSON.stringify(doc, null, 2)}\n`;
@@ -105,10 +108,19 @@ export function decodeState(doc: unknown, path: string): PersistedState {
     if (entry.source !== 'config' && entry.source !== 'api') fail(`${where}.source must be "config" or "api"`);
     if (typeof entry.binary !== 'string' || !isAbsolute(entry.binary)) fail(`${where}.binary must be an absolute path`);
     if (!Array.isArray(entry.history) || !entry.history.every(isSha256Hex)) fail(`${where}.history must be a list of hashes`);
+    let rollout;
+    if (entry.rollout !== undefined) {
+      try {
+        rollout = decodeRollout(entry.rollout, entry.hash as string);
+      } catch (err) {
+        fail(`${where}.rollout ${(err as Error).message}`);
+      }
+    }
     tracks.push({
       key, name: entry.name as string, os: (entry.os as string) || '', arch: (entry.arch as string) || '',
       version: entry.version as string, hash: entry.hash as string, size: entry.size as number,
       source: entry.source as 'config' | 'api', binary: entry.binary as string, history: [...(entry.history as string[])],
+      ...(rollout ? { rollout } : {}),
     });
   });
   const text = (value: unknown, field: string): string => {

@@ -1,12 +1,14 @@
 import { stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import type { PublishOutcome, PublishRequest, ReloadOutcome, TrackListing, TrackView } from '../../messages/manifester.js';
+import type { PublishOutcome, PublishRequest, ReloadOutcome, RolloutView, TrackListing, TrackView } from '../../messages/manifester.js';
 import type { BinaryInfo } from '../../messages/store.js';
 import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import type { Config } from '../../shared/config/types.js';
 import { storeWriteError } from '../../shared/durable-file.js';
 import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
+import type { RolloutPlan } from '../../shared/rollout-plan.js';
+import { isActive, replaced, rolloutView, startRollout, successorBasis, type Rollout } from './rollout.js';
 import { KeyedQueues, SerialQueue } from './serial.js';
 import type { SignedManifests } from './signer.js';
 import { checkPublishPath } from './publish-paths.js';
@@ -18,6 +20,8 @@ import type { Track, TrackTable } from './tracks.js';
 //   publish ─▶ stream the file into the store (durable) ─▶ table + state file ─▶ Current
 //   identical bytes and version                          ─▶ nothing at all (no-op)
 //   a new target                                         ─▶ the old one goes into history
+//   a new target with a rollout                          ─▶ rolled out in stages (rollout.ts);
+//                                                           a rollout under way is replaced
 //   delete                                               ─▶ gone from the table; bytes stay
 //
 // A track is recorded only once its binary is durable in the store, and the table changes
@@ -132,7 +136,33 @@ export class TrackAdmin {
     if (typeof request.binary !== 'string' || !isAbsolute(request.binary)) throw new UpdaterError('INVALID_FIELD', 'binary must be an absolute server-side path');
     // A configured track may be republished through the API; configuration takes it back at the next boot.
     const source: Source = this.configKeys.has(key) ? 'config' : 'api';
-    return this.perTrack.run(key, () => this.publishNow({ ...id, key, version: request.version, binary: request.binary, source }));
+    return this.perTrack.run(key, () => this.publishNow({ ...id, key, version: request.version, binary: request.binary, source }, request.rollout));
+  }
+
+  /**
+   * Changes a track's rollout with a pure step of rollout.ts and records it. A step that
+   * changes nothing writes nothing. ROLLOUT_NOT_FOUND for a track without a rollout.
+   */
+  updateRollout(key: string, step: (rollout: Rollout) => Rollout): Promise<RolloutView> {
+    return this.perTrack.run(key, async () => {
+      const track = this.deps.tracks.get(key);
+      if (!track) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`, { artifact: key });
+      if (!track.rollout) throw new UpdaterError('ROLLOUT_NOT_FOUND', `track ${key} has no rollout`, { artifact: key });
+      const before = track.rollout;
+      const next = step(before);
+      if (next === before) return rolloutView(before);
+      return this.changeTable(() => {
+        const { tracks, signed, log } = this.deps;
+        tracks.restore({ ...tracks.get(key)!, rollout: next });
+        // Manifests are cached by (track, from, to), so a new cohort needs nothing; a new stable
+        // target or a rollback leaves entries no device is routed to any more: drop them.
+        if (next.stable?.hash !== before.stable?.hash || next.rollback !== before.rollback) signed.forgetArtifact(key);
+        if (next.state !== before.state || next.percent !== before.percent) {
+          log.info({ artifact: key, target: next.target.hash, state: next.state, percent: next.percent, paused_reason: next.pausedReason, rollback: next.rollback, reports: next.reports }, 'rollout changed');
+        }
+        return rolloutView(next);
+      });
+    });
   }
 
   remove(artifact: string): Promise<TrackView> {
@@ -200,7 +230,7 @@ export class TrackAdmin {
     });
   }
 
-  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history'>): Promise<PublishOutcome> {
+  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout'>, plan?: RolloutPlan): Promise<PublishOutcome> {
     // A path the configuration names is the operator's own; any other came through the API.
     const configured = this.deps.config.artifacts.find((a) => a.key === next.key)?.binary;
     const readPath = next.binary === configured ? next.binary : await checkPublishPath(next.binary, this.deps.config);
@@ -212,7 +242,8 @@ export class TrackAdmin {
       if (before && before.hash === binary.hash && before.version === next.version && before.binary === next.binary && before.source === next.source) {
         return { ...toView(before), changed: false };
       }
-      const { track, changed } = tracks.publish({ ...next, ...binary }, config.retention.historyDepth);
+      const rollout = before?.hash === binary.hash ? undefined : this.newRollout(before, { hash: binary.hash, version: next.version, size: binary.size }, plan);
+      const { track, changed } = tracks.publish({ ...next, ...binary, ...(rollout ? { rollout } : {}) }, config.retention.historyDepth);
       tracks.inferDefault();
       // Cached manifests carry the target and its version label: both may have changed.
       if (changed || before?.version !== track.version) signed.forgetArtifact(track.key);
@@ -222,6 +253,16 @@ export class TrackAdmin {
       }
       return { ...toView(track), changed };
     });
+  }
+
+  /** The rollout a new target starts, if any; a rollout under way on the track is replaced (aborted). */
+  private newRollout(before: Track | undefined, target: { hash: string; version: string; size: number }, plan: RolloutPlan | undefined): Rollout | undefined {
+    if (before?.rollout && isActive(before.rollout)) {
+      this.deps.log.warn({ artifact: before.key, target: before.rollout.target.hash, state: before.rollout.state, by: target.hash }, 'a new publish replaces the rollout under way; it is aborted');
+    }
+    if (!plan) return undefined;
+    const basis = before ? successorBasis({ ...before, ...(before.rollout ? { rollout: replaced(before.rollout) } : {}) }) : { stable: null, held: [] };
+    return startRollout(plan, target, basis, Date.now());
   }
 
   /**
@@ -281,6 +322,7 @@ export function toView(track: Track): TrackView {
   return {
     artifact: track.key, name: track.name, os: track.os, arch: track.arch, version: track.version, hash: track.hash,
     size: track.size, source: track.source, binary: track.binary, history: [...track.history],
+    rollout: track.rollout ? rolloutView(track.rollout) : null,
   };
 }
 

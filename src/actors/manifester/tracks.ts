@@ -1,5 +1,6 @@
 import { parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import { UpdaterError } from '../../shared/errors.js';
+import { relabel, type Rollout } from './rollout.js';
 
 /** A publication track and its current target (spec 2.5, 3.2). */
 export interface Track {
@@ -15,6 +16,8 @@ export interface Track {
   readonly binary: string;
   /** Superseded target hashes, newest first; kept as delta sources. */
   readonly history: readonly string[];
+  /** The staged rollout of `hash`; absent when the target went to every device at once. */
+  readonly rollout?: Rollout;
 }
 
 export class TrackTable {
@@ -48,7 +51,9 @@ export class TrackTable {
   publish(next: Omit<Track, 'history'>, historyDepth: number): { track: Track; changed: boolean } {
     const previous = this.tracks.get(next.key);
     if (previous && previous.hash === next.hash) {
-      const same = { ...previous, version: next.version, source: next.source, binary: next.binary };
+      // The same bytes: whatever rollout they are in goes on, under the new label.
+      const rollout = previous.rollout && previous.version !== next.version ? relabel(previous.rollout, next.version) : previous.rollout;
+      const same = { ...previous, version: next.version, source: next.source, binary: next.binary, ...(rollout ? { rollout } : {}) };
       this.tracks.set(next.key, same);
       return { track: same, changed: false };
     }
@@ -58,7 +63,7 @@ export class TrackTable {
     return { track, changed: true };
   }
 
-  /** Restores a track exactly as it was persisted. */
+  /** Restores a track exactly as it was persisted, or replaces it with a changed copy. */
   restore(track: Track): void {
     this.tracks.set(track.key, track);
   }

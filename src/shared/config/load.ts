@@ -8,7 +8,7 @@ import type { ArtifactConfig, Config } from './types.js';
 export { ConfigError } from './fields.js';
 
 const TOP_KEYS = ['listen', 'signing', 'admin', 'store', 'manifest', 'allow_full_download', 'log_level', 'retention',
-  'artifacts', 'target', 'default_artifact', 'coap'] as const;
+  'artifacts', 'target', 'default_artifact', 'coap', 'database', 'fleet'] as const;
 const MIN_TOKEN_LENGTH = 32;
 const MB = 1024 * 1024;
 
@@ -30,6 +30,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
     'delta_concurrency', 'delta_max_source_mb', 'full_compression_level', 'watch_settle', 'publish_roots']);
   const manifest = section(doc, 'manifest', 'manifest', ['cache_size', 'chunk_size', 'retry_after']);
   const coap = section(doc, 'coap', 'coap', ['dedup_cache_bytes', 'max_in_flight']);
+  const fleet = section(doc, 'fleet', 'fleet', ['enabled', 'flush_interval', 'buffer_mb', 'device_max_age', 'report_max_age']);
   const retention = section(doc, 'retention', 'retention', ['enabled', 'interval', 'history_depth', 'delta_max_age',
     'deltas_max_total_mb', 'collect_orphan_binaries', 'orphan_binary_min_age']);
 
@@ -93,9 +94,41 @@ export function validateConfig(doc: unknown, configPath: string): Config {
     },
     artifacts,
     ...readDefaultArtifact(doc, artifacts, stateFile !== undefined),
+    database: readDatabase(doc, pathOf(storeDir), pathOf),
+    fleet: {
+      enabled: bool(fleet, 'enabled', 'fleet', true),
+      flushIntervalMs: duration(fleet, 'flush_interval', 'fleet', '1s', 10),
+      bufferMb: int(fleet, 'buffer_mb', 'fleet', 16, 1, 64 * 1024),
+      deviceMaxAgeMs: maxAge(fleet, 'device_max_age', '2160h'),
+      reportMaxAgeMs: maxAge(fleet, 'report_max_age', '720h'),
+    },
   };
   checkKeyFileReadable(config.signing.privateKeyFile);
   return deepFreeze(config);
+}
+
+/** A fleet age limit: a duration, or 0 (number or text) for "keep forever". */
+function maxAge(fleet: Node, key: string, fallback: string): number {
+  const value = fleet[key];
+  if (value === 0 || value === '0') return 0;
+  return duration(fleet, key, 'fleet', fallback, 1000);
+}
+
+/** `database`: a postgres:// URL as given, or an SQLite file (default: updater.db in the store dir). */
+function readDatabase(doc: Node, storeDir: string, pathOf: (p: string) => string): string {
+  const value = str(doc, 'database', '');
+  if (value === undefined) return resolve(storeDir, 'updater.db');
+  if (value.trim() === '') throw new ConfigError('database', 'must be a file path or a postgres:// URL');
+  if (/^postgres(ql)?:/.test(value)) {
+    try {
+      new URL(value);
+    } catch {
+      throw new ConfigError('database', 'is not a valid postgres:// URL');
+    }
+    return value;
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) throw new ConfigError('database', 'must be a file path or a postgres:// URL (no other scheme is supported)');
+  return pathOf(value);
 }
 
 function readAdminToken(admin: Node, pathOf: (p: string) => string): string {

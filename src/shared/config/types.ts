@@ -51,4 +51,16 @@ export interface Config {
   };
   readonly artifacts: readonly ArtifactConfig[];
   readonly defaultArtifact?: string;
+  /** An absolute SQLite file path, or a postgres:// URL. */
+  readonly database: string;
+  readonly fleet: {
+    /** False: no fleet actor, no inventory (the admin fleet calls answer FLEET_DISABLED). */
+    readonly enabled: boolean;
+    readonly flushIntervalMs: number;
+    readonly bufferMb: number;
+    /** 0 keeps every device. */
+    readonly deviceMaxAgeMs: number;
+    /** 0 keeps every report. */
+    readonly reportMaxAgeMs: number;
+  };
 }

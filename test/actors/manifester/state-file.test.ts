@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { decodeState, encodeState, readState, writeState, type PersistedState } from '../../../src/actors/manifester/state-file.js';
 import type { Track } from '../../../src/actors/manifester/tracks.js';
+import { applyAction, startRollout } from '../../../src/actors/manifester/rollout.js';
+import { parseRolloutPlan } from '../../../src/shared/rollout-plan.js';
 
 const H1 = '1'.repeat(64);
 const H2 = '2'.repeat(64);
@@ -43,5 +45,31 @@ t.test('every field is validated on load', async (t) => {
     const doc = structuredClone(good);
     damage(doc);
     t.throws(() => decodeState(doc, '/var/state.json'), { code: 'STATE_CORRUPT', message: /\/var\/state\.json/ }, why);
+  }
+});
+
+t.test('a track\'s rollout is recorded in full and checked on load', async (t) => {
+  const plan = parseRolloutPlan({ steps: [10, 50, 100], step_interval: '30m', max_failure_rate: 0.25, min_reports: 4 });
+  const paused = applyAction(startRollout(plan, { hash: H1, version: '1.2.0', size: 10 }, { stable: { hash: H2, version: '1.1.0', size: 9 }, held: ['3'.repeat(64)] }, 1_700_000_000_123), 'pause', false, 1_700_000_100_000);
+  const withRollout: PersistedState = { ...state, tracks: [{ ...track, rollout: paused }] };
+  const good = JSON.parse(encodeState(withRollout));
+  t.same(decodeState(good, 'x'), withRollout, 'every field comes back, times to the millisecond');
+  t.same(decodeState(JSON.parse(encodeState(state)), 'x'), state, 'a track without a rollout has none');
+  const variants: [string, (r: any) => void][] = [
+    ['a target that is not the track\'s', (r) => (r.target.hash = H2)],
+    ['steps that do not reach 100', (r) => (r.steps = [10, 50])],
+    ['a failure rate above 1', (r) => (r.max_failure_rate = 3)],
+    ['an unknown state', (r) => (r.state = 'sleeping')],
+    ['a paused rollout without a reason', (r) => (r.paused_reason = null)],
+    ['a percent above 100', (r) => (r.percent = 120)],
+    ['a paused rollout with a step due', (r) => (r.next_step_at_ms = 5)],
+    ['negative counts', (r) => (r.reports.failure = -1)],
+    ['a bad held hash', (r) => (r.held = ['nope'])],
+    ['a stable target without a size', (r) => delete r.stable.size],
+  ];
+  for (const [why, damage] of variants) {
+    const doc = structuredClone(good);
+    damage(doc.tracks[0].rollout);
+    t.throws(() => decodeState(doc, '/var/state.json'), { code: 'STATE_CORRUPT', message: /tracks\[0\]\.rollout/ }, why);
   }
 });

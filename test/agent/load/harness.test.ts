@@ -38,4 +38,7 @@ t.test('updater load refuses bad options', async (t) => {
   const coap = await runUpdater(['load', '--coap-share', '0.5']);
   t.equal(coap.code, 2);
   t.match(coap.stderr, /--coap-share needs --coap-url/);
+  const fail = await runUpdater(['load', '--fail-rate', '1.5']);
+  t.equal(fail.code, 2);
+  t.match(fail.stderr, /--fail-rate must be a number from 0 to 1/);
 });

@@ -1,0 +1,235 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generate } from 'coap-packet';
+import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../src/actors/coap/codec.js';
+import * as q from '../src/actors/fleet/queries.js';
+import type { HeartbeatRecord } from '../src/messages/fleet.js';
+import { openDatabase } from '../src/shared/database/connect.js';
+import type { Engine } from '../src/shared/database/schema.js';
+import { adminCall } from '../test/helpers/admin.js';
+import { freeUdpPort } from '../test/helpers/coap.js';
+import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.js';
+import { firmware, makeFixture, type Fixture } from '../test/helpers/fixture.js';
+import { startTestServer, type TestServer } from '../test/helpers/server.js';
+import { coapLoad } from './coap-load.js';
+import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
+import { runWrk } from './wrk.js';
+
+// The fleet inventory's cost and capacity (issue 11), on SQLite and on PostgreSQL:
+//
+// 1. Heartbeats per second with the inventory on / the same server with it off
+//    (fleet.enabled: false), over HTTP (wrk) and CoAP (closed-loop UDP), each request from one
+//    of DEVICES distinct device ids in turn. On and off alternate, each round in reverse order.
+//    The "on" server's own metrics then say whether it kept up: dropped updates, flush lag p99.
+// 2. GET /admin/fleet and the first page of GET /admin/devices with SEEDED devices in the
+//    database (seeded straight through the query layer before the server starts).
+
+const SECONDS = positiveInt(process.env.BENCH_FLEET_SECONDS, 10);
+const ROUNDS = positiveInt(process.env.BENCH_FLEET_ROUNDS, 3);
+const DEVICES = positiveInt(process.env.BENCH_FLEET_DEVICES, 100_000);
+const SEEDED = positiveInt(process.env.BENCH_FLEET_SEEDED, 1_000_000);
+const ENGINES = (process.env.BENCH_FLEET_ENGINES ?? 'sqlite,postgres').split(',') as Engine[];
+const WARMUP_SECONDS = 2;
+const CONNECTIONS = 64;
+const COAP_IN_FLIGHT = 64;
+const QUERY_SAMPLES = 15;
+const GOAL_RATIO = 0.9;
+const GOAL_LAG_P99_S = 2;
+const GOAL_QUERY_MS = 100;
+const ID_DIGITS = 6;
+
+export async function runFleetBench(): Promise<SuiteRecord> {
+  const record: SuiteRecord = { seconds_per_run: SECONDS, rounds: ROUNDS, distinct_devices: DEVICES, seeded_devices: SEEDED };
+  const ratios: RatioRow[] = [];
+  for (const engine of ENGINES) {
+    const fixture = await makeFixture('updater-bench-fleet-');
+    try {
+      await throughput(engine, fixture, record, ratios);
+      await queries(engine, fixture, record, ratios);
+    } finally {
+      await fixture.cleanup();
+    }
+  }
+  record.ratios = ratios;
+  return record;
+}
+
+async function throughput(engine: Engine, fixture: Fixture, record: SuiteRecord, ratios: RatioRow[]): Promise<void> {
+  const binary = await fixture.writeBinary(`app-${engine}.bin`, firmware(64 * 1024, 'fleet-bench'));
+  const artifacts = [{ name: 'app', version: '1.0.0', binary: binary.path }];
+  const database = await createTestDatabase(engine, fixture.dir);
+  const servers: Record<'on' | 'off', { server: TestServer; coapPort: number }> = {} as never;
+  const scripts = await mkdtemp(join(tmpdir(), 'updater-bench-fleet-wrk-'));
+  try {
+    for (const side of ['on', 'off'] as const) {
+      const coapPort = await freeUdpPort();
+      const server = await startTestServer(fixture, artifacts, {
+        listen: { coap: `127.0.0.1:${coapPort}` }, log_level: 'error',
+        store: { dir: join(fixture.dir, `store-${engine}-${side}`) },
+        database: database.location, fleet: { enabled: side === 'on' },
+      });
+      servers[side] = { server, coapPort };
+    }
+    const script = await writeCyclingScript(scripts, binary.hash);
+    const datagram = coapTemplate(binary.hash);
+    const idAt = datagram.indexOf(Buffer.from('bench-' + '0'.repeat(ID_DIGITS)));
+    const vary = (buf: Buffer, n: number) => buf.write(String(n % DEVICES).padStart(ID_DIGITS, '0'), idAt + 6, 'latin1');
+    const runs = { http: { on: [] as number[], off: [] as number[] }, coap: { on: [] as number[], off: [] as number[] } };
+    const once = async (transport: 'http' | 'coap', side: 'on' | 'off', seconds: number) => {
+      const { server, coapPort } = servers[side];
+      if (transport === 'http') {
+        const r = await runWrk({ url: `${server.url}/heartbeat`, script, threads: 1, connections: CONNECTIONS, seconds });
+        if (r.errors > 0) throw new Error(`http ${side}: ${r.errors} failed requests`);
+        return r.requestsPerSecond;
+      }
+      const r = await coapLoad(coapPort, datagram, COAP_IN_FLIGHT, 500, seconds * 1000, vary);
+      return r.perSecond;
+    };
+    for (const transport of ['http', 'coap'] as const) {
+      for (const side of ['on', 'off'] as const) await once(transport, side, WARMUP_SECONDS);
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const side of round % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
+          const rate = await once(transport, side, SECONDS);
+          runs[transport][side].push(rate);
+          console.log(`  ${engine} ${transport} round ${round + 1} inventory ${side.padEnd(3)} ${formatNumber(rate, 0).padStart(8)} heartbeats/s`);
+        }
+      }
+    }
+    // Let the last flush land, then read what the "on" server says about keeping up.
+    await new Promise((r) => setTimeout(r, 2_500));
+    const metrics = await (await fetch(`${servers.on.server.url}/metrics`)).text();
+    const dropped = sumMetric(metrics, 'updater_fleet_dropped_updates_total');
+    const lagP99 = histogramQuantile(metrics, 'updater_fleet_flush_lag_seconds', 0.99);
+    const listed = await countDevices(servers.on.server.url);
+    for (const transport of ['http', 'coap'] as const) {
+      const on = median(runs[transport].on);
+      const off = median(runs[transport].off);
+      record[`${engine}_${transport}_on_per_s`] = Math.round(on);
+      record[`${engine}_${transport}_off_per_s`] = Math.round(off);
+      ratios.push({ name: `${engine} ${transport} heartbeats/s, inventory on / off`, value: on / off, goal: { min: GOAL_RATIO }, note: `${formatNumber(on, 0)} vs ${formatNumber(off, 0)}/s` });
+    }
+    record[`${engine}_dropped_updates`] = dropped;
+    record[`${engine}_flush_lag_p99_s`] = lagP99;
+    record[`${engine}_devices_recorded`] = listed;
+    ratios.push({ name: `${engine} flush lag p99 / 2 s (lower is better)`, value: lagP99 / GOAL_LAG_P99_S, goal: { max: 1 }, note: `p99 <= ${lagP99} s; ${dropped} updates dropped; ${listed} devices recorded` });
+  } finally {
+    for (const side of Object.values(servers)) await side.server.stop();
+    await database.drop();
+    await rm(scripts, { recursive: true, force: true });
+  }
+}
+
+async function queries(engine: Engine, fixture: Fixture, record: SuiteRecord, ratios: RatioRow[]): Promise<void> {
+  const database = await createTestDatabase(engine, fixture.dir);
+  let server: TestServer | undefined;
+  try {
+    const started = performance.now();
+    await seed(database, SEEDED);
+    const seedSeconds = (performance.now() - started) / 1000;
+    console.log(`  ${engine}: seeded ${formatNumber(SEEDED, 0)} devices in ${seedSeconds.toFixed(1)} s`);
+    const binary = await fixture.writeBinary(`q-${engine}.bin`, firmware(4096, 'fleet-q'));
+    server = await startTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: binary.path }], {
+      log_level: 'error', store: { dir: join(fixture.dir, `store-q-${engine}`) }, database: database.location,
+    });
+    for (const [name, path] of [['fleet', '/admin/fleet?artifact=app'], ['devices', '/admin/devices']] as const) {
+      const times: number[] = [];
+      for (let i = 0; i < QUERY_SAMPLES + 3; i++) {
+        const t0 = performance.now();
+        const answer = await adminCall(server.url, 'GET', path);
+        const ms = performance.now() - t0;
+        if (answer.status !== 200) throw new Error(`${path} answered ${answer.status}`);
+        if (name === 'fleet' && answer.json.devices !== SEEDED) throw new Error(`the summary counted ${answer.json.devices} devices`);
+        if (i >= 3) times.push(ms);
+      }
+      const p50 = median(times);
+      const worst = Math.max(...times);
+      record[`${engine}_${name}_ms_p50`] = Number(p50.toFixed(1));
+      record[`${engine}_${name}_ms_max`] = Number(worst.toFixed(1));
+      ratios.push({ name: `${engine} GET /admin/${name} with ${formatNumber(SEEDED, 0)} devices, ms / 100 ms`, value: p50 / GOAL_QUERY_MS, goal: { max: 1 }, note: `median ${p50.toFixed(1)} ms, worst ${worst.toFixed(1)} ms of ${QUERY_SAMPLES}` });
+    }
+  } finally {
+    await server?.stop();
+    await database.drop();
+  }
+}
+
+/** Devices `dev-0000000`… on five versions, written through the query layer in large transactions. */
+async function seed(database: TestDatabase, count: number): Promise<void> {
+  const { db, close } = await openDatabase(database.location);
+  try {
+    const now = Date.now();
+    const versions = Array.from({ length: 5 }, (_, i) => ({ hash: String(i).repeat(64), version: `1.${i}.0` }));
+    const BATCH = 20_000;
+    for (let start = 0; start < count; start += BATCH) {
+      const batch: HeartbeatRecord[] = [];
+      for (let i = start; i < Math.min(count, start + BATCH); i++) {
+        const v = versions[i % versions.length]!;
+        batch.push({ deviceId: `dev-${String(i).padStart(7, '0')}`, versionHash: v.hash, version: v.version, artifact: 'app', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 1 << 28, hwFreeDisk: 1 << 30, transport: 'http', receivedAtMs: now - (i % 86_400) * 1000 });
+      }
+      await q.writeBatch(db, batch, []);
+    }
+  } finally {
+    await close();
+  }
+}
+
+/** A wrk script whose every request is a heartbeat from the next of DEVICES device ids. */
+async function writeCyclingScript(dir: string, hash: string): Promise<string> {
+  const path = join(dir, 'cycling.lua');
+  const body = (id: string) => JSON.stringify({ device_id: id, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 268_435_456, free_disk: 1_073_741_824 }, timestamp: 1_800_000_000, artifact: 'app' });
+  const [prefix, suffix] = body('@@').split('@@');
+  await writeFile(path, [
+    'wrk.method = "POST"',
+    'wrk.headers["Content-Type"] = "application/json"',
+    'local n = 0',
+    `local prefix = [==[${prefix}]==]`,
+    `local suffix = [==[${suffix}]==]`,
+    'request = function()',
+    `  n = (n + 1) % ${DEVICES}`,
+    `  return wrk.format(nil, nil, nil, prefix .. string.format("bench-%0${ID_DIGITS}d", n) .. suffix)`,
+    'end',
+    '',
+  ].join('\n'));
+  return path;
+}
+
+function coapTemplate(hash: string): Buffer {
+  const payload = encodeWithIntegerKeys({ device_id: `bench-${'0'.repeat(ID_DIGITS)}`, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 1 << 28, free_disk: 1 << 30 }, timestamp: 1_800_000_000, artifact: 'app' }, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
+  return generate({
+    code: 'POST', confirmable: true, messageId: 1, token: Buffer.alloc(4),
+    options: [{ name: 'Uri-Path', value: Buffer.from('heartbeat') }, { name: 'Content-Format', value: Buffer.from([60]) }],
+    payload,
+  });
+}
+
+async function countDevices(url: string): Promise<number> {
+  let total = 0;
+  let after: string | null = null;
+  do {
+    const page: { json: { devices: unknown[]; next: string | null } } = await adminCall(url, 'GET', `/admin/devices?limit=1000${after ? `&after=${after}` : ''}`);
+    total += page.json.devices.length;
+    after = page.json.next;
+  } while (after);
+  return total;
+}
+
+function sumMetric(text: string, name: string): number {
+  return text.split('\n').filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+/** The upper bound of the bucket that holds the quantile (a conservative reading). */
+function histogramQuantile(text: string, name: string, quantile: number): number {
+  const buckets = text.split('\n').filter((l) => l.startsWith(`${name}_bucket{`)).map((l) => ({
+    le: l.includes('le="+Inf"') ? Infinity : Number(/le="([^"]+)"/.exec(l)![1]),
+    count: Number(l.split(' ').pop()),
+  }));
+  const total = buckets.find((b) => b.le === Infinity)?.count ?? 0;
+  if (total === 0) return 0;
+  return buckets.find((b) => b.count >= quantile * total)!.le;
+}
+
+function positiveInt(text: string | undefined, fallback: number): number {
+  const n = Number(text);
+  return text !== undefined && Number.isInteger(n) && n > 0 ? n : fallback;
+}

@@ -1,0 +1,119 @@
+import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
+import type { ManifesterApi, TrackListing } from '../../messages/manifester.js';
+import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
+import { collectMetrics, setLevel } from '../control.js';
+import { runActor } from '../runtime.js';
+import { createFleetMetrics } from './metrics.js';
+import * as q from './queries.js';
+import { WriteBuffer } from './write-buffer.js';
+
+// The fleet actor: the only holder of the database connection.
+//
+//   http, coap ──record(batch)──▶ WriteBuffer (fleet.buffer_mb) ──every flush_interval──▶ devices, reports
+//   http admin ──listDevices / device / summary──▶ queries          retention timer ──▶ prune
+//   manifester ──rolloutHealth──▶ flush, then count
+
+const MB = 1024 * 1024;
+/** The devices-per-version gauge is a scan of the inventory: refreshed now and then, not per scrape. */
+const VERSION_GAUGE_MS = 30_000;
+
+await runActor(async (ctx) => {
+  const { fleet, retention } = ctx.config;
+  const store = await openDatabase(ctx.config.database);
+  ctx.log.info({ engine: store.engine, database: redactDatabaseUrl(ctx.config.database) }, 'fleet database open');
+  const buffer = new WriteBuffer(fleet.bufferMb * MB);
+  const metrics = createFleetMetrics(ctx.registry, () => ({ bytes: buffer.bytes, budget: buffer.budgetBytes, dropped: buffer.dropped }));
+  let flushing: Promise<void> | undefined;
+  let defaultTrack = '';
+  let stopped = false;
+  const timers: NodeJS.Timeout[] = [];
+
+  /** The default track's key, for heartbeats that named none; the last one known if the manifester is away. */
+  const resolveDefault = async (): Promise<string> => {
+    try {
+      const listing = await ctx.call<ManifesterApi, TrackListing>('manifester', (m) => m.listTracks(), 5_000);
+      defaultTrack = listing.default;
+    } catch (err) {
+      ctx.log.debug({ err }, 'default track unknown for now; keeping the last one');
+    }
+    return defaultTrack;
+  };
+
+  const flushOnce = async (): Promise<void> => {
+    if (buffer.pendingHeartbeats === 0 && buffer.pendingReports === 0) return;
+    const taken = buffer.take();
+    const started = Date.now();
+    try {
+      let heartbeats: HeartbeatRecord[] = taken.heartbeats;
+      if (heartbeats.some((h) => h.artifact === '')) {
+        const key = await resolveDefault();
+        heartbeats = heartbeats.map((h) => (h.artifact === '' ? { ...h, artifact: key } : h));
+      }
+      await q.writeBatch(store.db, heartbeats, taken.reports);
+      buffer.written(taken.heartbeats);
+      const done = Date.now();
+      const lags = [...taken.heartbeats, ...taken.reports].map((r) => (done - r.receivedAtMs) / 1000);
+      metrics.flushed(lags, (done - started) / 1000);
+    } catch (err) {
+      metrics.flushFailed();
+      buffer.putBack(taken);
+      ctx.log.error({ err, heartbeats: taken.heartbeats.length, reports: taken.reports.length }, 'fleet flush failed; records kept for the next one');
+    }
+  };
+
+  /** One flush at a time; a caller during a flush waits for it and then flushes what came since. */
+  const flush = async (): Promise<void> => {
+    while (flushing) await flushing;
+    flushing = flushOnce().finally(() => (flushing = undefined));
+    return flushing;
+  };
+
+  const every = (ms: number, what: string, fn: () => Promise<void>) => {
+    const run = () => {
+      if (stopped) return;
+      fn().catch((err) => ctx.log.error({ err }, `${what} failed`)).finally(() => {
+        if (!stopped) timers.push(setTimeout(run, ms));
+      });
+    };
+    timers.push(setTimeout(run, ms));
+  };
+
+  every(fleet.flushIntervalMs, 'fleet flush', flush);
+  // Fleet retention runs on the retention schedule whether or not file retention is enabled:
+  // it is what bounds the database on disk under a flood of invented device ids.
+  every(retention.intervalMs, 'fleet retention', async () => {
+    const now = Date.now();
+    const devicesBefore = fleet.deviceMaxAgeMs > 0 ? Math.floor((now - fleet.deviceMaxAgeMs) / 1000) : undefined;
+    const reportsBefore = fleet.reportMaxAgeMs > 0 ? Math.floor((now - fleet.reportMaxAgeMs) / 1000) : undefined;
+    const removed = await q.prune(store.db, devicesBefore, reportsBefore);
+    metrics.pruned(removed.devices, removed.reports);
+    ctx.log.info(removed, 'fleet retention done');
+  });
+  const refreshVersions = async () => metrics.setVersionCounts(await q.versionCounts(store.db));
+  await refreshVersions();
+  every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
+
+  return {
+    record(batch) {
+      if (stopped) return;
+      for (const h of batch.heartbeats) buffer.addHeartbeat(h);
+      for (const r of batch.reports) buffer.addReport(r);
+    },
+    listDevices: (query) => q.listDevices(store.db, query),
+    device: (id) => q.deviceWithReports(store.db, id),
+    summary: (artifact) => q.summary(store.db, artifact, Date.now()),
+    async rolloutHealth(queries) {
+      await flush();
+      return q.rolloutHealth(store.db, queries);
+    },
+    flush,
+    metrics: () => collectMetrics(ctx),
+    setLogLevel: (level) => setLevel(ctx, level),
+    async drain() {
+      stopped = true;
+      for (const t of timers) clearTimeout(t);
+      await flush();
+      await store.close();
+    },
+  } satisfies FleetApi;
+});

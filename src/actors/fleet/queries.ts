@@ -1,0 +1,204 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { DevicePage, DeviceQuery, DeviceView, FleetSummary, HeartbeatRecord, ReportRecord, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
+import { recountVersions } from '../../shared/database/migrations.js';
+import type { Database, DevicesTable, ReportsTable } from '../../shared/database/schema.js';
+
+// Every query of the inventory, written once for both engines: only portable SQL (upsert with
+// ON CONFLICT, which SQLite and PostgreSQL share; no engine functions).
+
+/** Rows per statement: 16 columns × 500 stays under SQLite's and PostgreSQL's parameter caps. */
+const CHUNK = 500;
+export const DEVICE_REPORTS_SHOWN = 50;
+const DAY_SECONDS = 86_400;
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** Writes one flush in one transaction: device upserts, then reports and each device's last report. */
+export async function writeBatch(db: Kysely<Database>, heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    for (let i = 0; i < heartbeats.length; i += CHUNK) {
+      const rows = heartbeats.slice(i, i + CHUNK).map((r) => ({
+        device_id: r.deviceId, artifact: r.artifact, version_hash: r.versionHash, version: r.version,
+        hw_arch: r.hwArch, hw_os: r.hwOs, hw_free_ram: r.hwFreeRam, hw_free_disk: r.hwFreeDisk,
+        transport: r.transport, first_seen: seconds(r.receivedAtMs), last_seen: seconds(r.receivedAtMs),
+      }));
+      await countMoves(tx, rows);
+      await tx.insertInto('devices').values(rows).onConflict((oc) => oc.column('device_id').doUpdateSet((eb) => ({
+        artifact: eb.ref('excluded.artifact'),
+        version_hash: eb.ref('excluded.version_hash'),
+        version: eb.ref('excluded.version'),
+        hw_arch: eb.ref('excluded.hw_arch'),
+        hw_os: eb.ref('excluded.hw_os'),
+        hw_free_ram: eb.ref('excluded.hw_free_ram'),
+        hw_free_disk: eb.ref('excluded.hw_free_disk'),
+        transport: eb.ref('excluded.transport'),
+        last_seen: eb.ref('excluded.last_seen'),
+      }))).execute();
+    }
+    for (let i = 0; i < reports.length; i += CHUNK) {
+      await tx.insertInto('reports').values(reports.slice(i, i + CHUNK).map((r) => ({
+        device_id: r.deviceId, previous_hash: r.previousHash, new_hash: r.newHash, success: r.success ? 1 : 0,
+        rollback_reason: r.rollbackReason, timestamp: r.timestamp, received_at: seconds(r.receivedAtMs),
+      }))).execute();
+    }
+    // A device's last report, on its row, so that a list page needs no join. Reports are few
+    // next to heartbeats: one update per reporting device is cheap. A device never seen by a
+    // heartbeat has no row; its reports are still kept and counted.
+    const latest = new Map<string, ReportRecord>();
+    for (const r of reports) latest.set(r.deviceId, r);
+    for (const r of latest.values()) {
+      await tx.updateTable('devices').set({
+        last_report_success: r.success ? 1 : 0, last_report_new_hash: r.newHash,
+        last_report_reason: r.rollbackReason, last_report_at: seconds(r.receivedAtMs),
+      }).where('device_id', '=', r.deviceId).execute();
+    }
+  });
+}
+
+type Moved = Pick<DevicesTable, 'device_id' | 'artifact' | 'version_hash' | 'version'>;
+
+/**
+ * Keeps fleet_versions in step with a chunk of device upserts: reads where those devices were
+ * (primary-key lookups), then moves one count per device that changed track or version. Only
+ * the fleet actor writes, so nothing moves between the read and the write.
+ */
+async function countMoves(tx: Kysely<Database>, rows: readonly Moved[]): Promise<void> {
+  const before = await tx.selectFrom('devices').select(['device_id', 'artifact', 'version_hash'])
+    .where('device_id', 'in', rows.map((r) => r.device_id)).execute();
+  const was = new Map(before.map((b) => [b.device_id, b]));
+  const delta = new Map<string, { artifact: string; version_hash: string; version: string; devices: number }>();
+  const move = (artifact: string, hash: string, version: string, by: number) => {
+    const key = `${artifact}\n${hash}`;
+    const entry = delta.get(key) ?? { artifact, version_hash: hash, version, devices: 0 };
+    entry.devices += by;
+    if (by > 0) entry.version = version;
+    delta.set(key, entry);
+  };
+  for (const r of rows) {
+    const old = was.get(r.device_id);
+    if (old && old.artifact === r.artifact && old.version_hash === r.version_hash) continue;
+    if (old) move(old.artifact, old.version_hash, '', -1);
+    move(r.artifact, r.version_hash, r.version, +1);
+  }
+  const gained = [...delta.values()].filter((d) => d.devices > 0);
+  if (gained.length > 0) {
+    await tx.insertInto('fleet_versions').values(gained).onConflict((oc) => oc.columns(['artifact', 'version_hash']).doUpdateSet((eb) => ({
+      devices: eb('fleet_versions.devices', '+', eb.ref('excluded.devices')),
+      version: eb.ref('excluded.version'),
+    }))).execute();
+  }
+  for (const d of delta.values()) {
+    if (d.devices >= 0) continue;
+    await tx.updateTable('fleet_versions').set((eb) => ({ devices: eb('devices', '+', d.devices) }))
+      .where('artifact', '=', d.artifact).where('version_hash', '=', d.version_hash).execute();
+  }
+}
+
+export function deviceView(row: Selectable<DevicesTable>): DeviceView {
+  return {
+    device_id: row.device_id,
+    artifact: row.artifact,
+    version_hash: row.version_hash,
+    version: row.version,
+    hw_info: { arch: row.hw_arch, os: row.hw_os, free_ram: row.hw_free_ram, free_disk: row.hw_free_disk },
+    transport: row.transport,
+    first_seen: row.first_seen,
+    last_seen: row.last_seen,
+    last_report: row.last_report_at === null
+      ? null
+      : { success: row.last_report_success === 1, new_hash: row.last_report_new_hash ?? '', rollback_reason: row.last_report_reason ?? '', at: row.last_report_at },
+  };
+}
+
+function reportView(row: Selectable<ReportsTable>): ReportView {
+  return {
+    previous_hash: row.previous_hash, new_hash: row.new_hash, success: row.success === 1,
+    rollback_reason: row.rollback_reason, timestamp: row.timestamp, received_at: row.received_at,
+  };
+}
+
+/** One page ordered by device_id; one row more than asked tells whether another page follows. */
+export async function listDevices(db: Kysely<Database>, q: DeviceQuery): Promise<DevicePage> {
+  let query = db.selectFrom('devices').selectAll().orderBy('device_id').limit(q.limit + 1);
+  if (q.artifact !== undefined) query = query.where('artifact', '=', q.artifact);
+  if (q.versionHash !== undefined) query = query.where('version_hash', '=', q.versionHash);
+  if (q.seenSince !== undefined) query = query.where('last_seen', '>=', q.seenSince);
+  if (q.after !== undefined) query = query.where('device_id', '>', q.after);
+  const rows = await query.execute();
+  const more = rows.length > q.limit;
+  const page = more ? rows.slice(0, q.limit) : rows;
+  return { devices: page.map(deviceView), nextAfter: more ? page[page.length - 1]!.device_id : null };
+}
+
+export async function deviceWithReports(db: Kysely<Database>, deviceId: string): Promise<(DeviceView & { reports: ReportView[] }) | null> {
+  const row = await db.selectFrom('devices').selectAll().where('device_id', '=', deviceId).executeTakeFirst();
+  if (!row) return null;
+  const reports = await db.selectFrom('reports').selectAll().where('device_id', '=', deviceId)
+    .orderBy('id', 'desc').limit(DEVICE_REPORTS_SHOWN).execute();
+  return { ...deviceView(row), reports: reports.map(reportView) };
+}
+
+export async function summary(db: Kysely<Database>, artifact: string, nowMs: number): Promise<FleetSummary> {
+  const versions = await db.selectFrom('fleet_versions').select(['version_hash', 'version', 'devices'])
+    .where('artifact', '=', artifact).where('devices', '>', 0).execute();
+  // Driven by the day's reports (an index range), each checked against its device's track by
+  // primary key: a join let SQLite walk every device of the track instead (1.4 s at a million).
+  const outcomes = await db.selectFrom('reports')
+    .select((eb) => ['success', eb.fn.countAll<number>().as('n')])
+    .where('received_at', '>=', seconds(nowMs) - DAY_SECONDS)
+    .where((eb) => eb.exists(eb.selectFrom('devices').select('devices.device_id')
+      .whereRef('devices.device_id', '=', 'reports.device_id').where('devices.artifact', '=', artifact)))
+    .groupBy('success').execute();
+  const list = versions.map((v) => ({ version_hash: v.version_hash, version: v.version ?? '', devices: Number(v.devices) }))
+    .sort((a, b) => b.devices - a.devices || (a.version_hash < b.version_hash ? -1 : 1));
+  const count = (success: number) => Number(outcomes.find((o) => o.success === success)?.n ?? 0);
+  return {
+    artifact,
+    devices: list.reduce((sum, v) => sum + v.devices, 0),
+    versions: list,
+    reports_24h: { success: count(1), failure: count(0) },
+  };
+}
+
+/** The latest report per device among those for the target since `since`, by outcome. */
+export async function rolloutHealth(db: Kysely<Database>, queries: readonly RolloutHealthQuery[]): Promise<RolloutHealth[]> {
+  const answers: RolloutHealth[] = [];
+  for (const { targetHash, since } of queries) {
+    const latest = db.selectFrom('reports')
+      .select((eb) => eb.fn.max('id').as('id'))
+      .where('new_hash', '=', targetHash).where('received_at', '>=', since)
+      .groupBy('device_id');
+    const rows = await db.selectFrom('reports')
+      .select((eb) => ['success', eb.fn.countAll<number>().as('n')])
+      .where('id', 'in', latest).groupBy('success').execute();
+    const count = (success: number) => Number(rows.find((r) => r.success === success)?.n ?? 0);
+    answers.push({ targetHash, success: count(1), failure: count(0) });
+  }
+  return answers;
+}
+
+/** Retention: devices not seen since, reports received before. Answers what was deleted. */
+export async function prune(db: Kysely<Database>, deviceSeenBefore: number | undefined, reportReceivedBefore: number | undefined): Promise<{ devices: number; reports: number }> {
+  let devices = 0;
+  let reports = 0;
+  if (reportReceivedBefore !== undefined) {
+    const r = await db.deleteFrom('reports').where('received_at', '<', reportReceivedBefore).executeTakeFirst();
+    reports = Number(r.numDeletedRows);
+  }
+  if (deviceSeenBefore !== undefined) {
+    devices = await db.transaction().execute(async (tx) => {
+      const r = await tx.deleteFrom('devices').where('last_seen', '<', deviceSeenBefore).executeTakeFirst();
+      const deleted = Number(r.numDeletedRows);
+      // A rare, bulk change: count again rather than track each deleted device.
+      if (deleted > 0) await recountVersions(tx);
+      return deleted;
+    });
+  }
+  return { devices, reports };
+}
+
+/** Devices per track and version for the gauge: the `top` largest versions of each track, the rest summed. */
+export async function versionCounts(db: Kysely<Database>): Promise<{ artifact: string; version_hash: string; devices: number }[]> {
+  const rows = await db.selectFrom('fleet_versions').select(['artifact', 'version_hash', 'devices']).where('devices', '>', 0).execute();
+  return rows.map((r) => ({ artifact: r.artifact, version_hash: r.version_hash, devices: Number(r.devices) }));
+}

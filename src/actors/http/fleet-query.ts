@@ -1,0 +1,89 @@
+import type { DeviceQuery } from '../../messages/fleet.js';
+import { parseDuration } from '../../shared/duration.js';
+import { UpdaterError } from '../../shared/errors.js';
+import { assertSha256Hex } from '../../shared/hash.js';
+import { artifactKey } from './admin-body.js';
+
+// The query strings of the fleet admin calls (interface.md), checked before any database
+// work: an unknown key, a limit out of range or a cursor this server did not write is a 400
+// with a stable code.
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT = 1000;
+const MAX_DEVICE_ID = 128;
+const CURSOR_PREFIX = 'd:';
+
+/** The query string as a map; an unknown or repeated key is refused. */
+function parseQuery(raw: string, known: readonly string[]): Map<string, string> {
+  const params = new URLSearchParams(raw);
+  const seen = new Map<string, string>();
+  for (const [key, value] of params) {
+    if (!known.includes(key)) throw new UpdaterError('UNKNOWN_QUERY_PARAMETER', `unknown query parameter ${JSON.stringify(key)}; this call takes ${known.join(', ')}`, { field: key });
+    if (seen.has(key)) throw new UpdaterError('INVALID_FIELD', `${key} is given twice`, { field: key });
+    seen.set(key, value);
+  }
+  return seen;
+}
+
+/** The opaque cursor of a page: the last device id it held. */
+export function encodeCursor(deviceId: string): string {
+  return Buffer.from(CURSOR_PREFIX + deviceId, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): string {
+  const bad = () => new UpdaterError('INVALID_CURSOR', 'after must be the "next" value of a previous page');
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) throw bad();
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const deviceId = text.slice(CURSOR_PREFIX.length);
+  // Canonical only: the same bytes this server would have written, so nothing else decodes.
+  if (!text.startsWith(CURSOR_PREFIX) || deviceId.length === 0 || deviceId.length > MAX_DEVICE_ID || encodeCursor(deviceId) !== cursor) throw bad();
+  return deviceId;
+}
+
+/** `GET /admin/devices?artifact=&version_hash=&seen_within=&limit=&after=` */
+export function parseDeviceQuery(raw: string, nowMs: number): DeviceQuery {
+  const q = parseQuery(raw, ['artifact', 'version_hash', 'seen_within', 'limit', 'after']);
+  let limit = DEFAULT_LIMIT;
+  const limitText = q.get('limit');
+  if (limitText !== undefined) {
+    if (!/^\d{1,7}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > MAX_LIMIT) {
+      throw new UpdaterError('INVALID_LIMIT', `limit must be an integer from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limitText.slice(0, 20))})`);
+    }
+    limit = Number(limitText);
+  }
+  const artifact = q.get('artifact');
+  const versionHash = q.get('version_hash');
+  const seenWithin = q.get('seen_within');
+  let seenSince: number | undefined;
+  if (seenWithin !== undefined) {
+    const ms = parseDuration(seenWithin);
+    if (ms === undefined || ms <= 0) throw new UpdaterError('INVALID_FIELD', 'seen_within must be a duration like 15m, 24h or 7d', { field: 'seen_within' });
+    seenSince = Math.floor((nowMs - ms) / 1000);
+  }
+  const after = q.get('after');
+  return {
+    limit,
+    ...(artifact !== undefined ? { artifact: artifactKey(artifact) } : {}),
+    ...(versionHash !== undefined ? { versionHash: assertSha256Hex(versionHash, 'version_hash') } : {}),
+    ...(seenSince !== undefined ? { seenSince } : {}),
+    ...(after !== undefined ? { after: decodeCursor(after) } : {}),
+  };
+}
+
+/** `GET /admin/fleet?artifact=`: the track key, or undefined for the default track. */
+export function parseSummaryQuery(raw: string): string | undefined {
+  const artifact = parseQuery(raw, ['artifact']).get('artifact');
+  return artifact === undefined ? undefined : artifactKey(artifact);
+}
+
+/** The `{device_id}` path segment, percent-decoded and checked like a heartbeat's device_id. */
+export function parseDeviceId(segment: string): string {
+  let id: string;
+  try {
+    id = decodeURIComponent(segment);
+  } catch {
+    throw new UpdaterError('INVALID_FIELD', 'the device id in the path is not valid percent-encoding', { field: 'device_id' });
+  }
+  if (id.length === 0 || id.length > MAX_DEVICE_ID) throw new UpdaterError('INVALID_FIELD', `device_id must be 1 to ${MAX_DEVICE_ID} characters`, { field: 'device_id' });
+  return id;
+}

@@ -1,0 +1,47 @@
+import type { DevicePage, DeviceView, FleetApi, FleetSummary, ReportView } from '../../messages/fleet.js';
+import { FLEET_DEADLINES_MS } from '../../messages/fleet.js';
+import type { ManifesterApi, RolloutView, TrackListing } from '../../messages/manifester.js';
+import { UpdaterError } from '../../shared/errors.js';
+import type { ActorContext } from '../runtime.js';
+import type { AdminRoute } from './admin-routes.js';
+import { encodeCursor, parseDeviceId, parseDeviceQuery, parseSummaryQuery } from './fleet-query.js';
+import { sendJson } from './respond.js';
+
+// The inventory's admin calls (interface.md, docs/fleet.md): the query is checked here, the
+// fleet actor answers from the database.
+
+export function registerFleetRoutes(route: AdminRoute, ctx: ActorContext): void {
+  const fleet = <R>(fn: (f: FleetApi) => Promise<R>) => {
+    if (!ctx.config.fleet.enabled) throw new UpdaterError('FLEET_DISABLED');
+    return ctx.call<FleetApi, R>('fleet', (f) => fn(f as unknown as FleetApi), FLEET_DEADLINES_MS.read);
+  };
+
+  route('get', '/admin/devices', 'admin_devices', async (ex, _body, query) => {
+    const request = parseDeviceQuery(query.raw, Date.now());
+    const page = await fleet<DevicePage>((f) => f.listDevices(request));
+    sendJson(ex, 200, { devices: page.devices, next: page.nextAfter === null ? null : encodeCursor(page.nextAfter) });
+  });
+
+  route('get', '/admin/devices/:id', 'admin_device', async (ex, _body, query) => {
+    const id = parseDeviceId(query.param ?? '');
+    const device = await fleet<(DeviceView & { reports: ReportView[] }) | null>((f) => f.device(id));
+    if (!device) throw new UpdaterError('DEVICE_NOT_FOUND', `no device ${JSON.stringify(id)} is in the inventory`);
+    sendJson(ex, 200, device);
+  });
+
+  route('get', '/admin/fleet', 'admin_fleet', async (ex, _body, query) => {
+    let artifact = parseSummaryQuery(query.raw);
+    if (artifact === undefined) {
+      const listing = await ctx.call<ManifesterApi, TrackListing>('manifester', (m) => m.listTracks(), FLEET_DEADLINES_MS.read);
+      if (!listing.default) throw new UpdaterError('INVALID_FIELD', 'artifact is required: there is no default track', { field: 'artifact' });
+      artifact = listing.default;
+    }
+    const key = artifact;
+    // The inventory comes from the fleet actor, the rollout from the manifester (it owns the tracks).
+    const [summary, rollout] = await Promise.all([
+      fleet<FleetSummary>((f) => f.summary(key)),
+      ctx.call<ManifesterApi, RolloutView | null>('manifester', (m) => m.rolloutOf(key), FLEET_DEADLINES_MS.read),
+    ]);
+    sendJson(ex, 200, { ...summary, rollout });
+  });
+}

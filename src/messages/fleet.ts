@@ -1,0 +1,114 @@
+import type { ControlApi } from './lifecycle.js';
+
+// The fleet actor's API: the inventory write path (fed by both front-ends, after they have
+// answered), the admin reads of interface.md, and the rollout health counts.
+
+/** One answered heartbeat, as a front-end hands it to the fleet actor. */
+export interface HeartbeatRecord {
+  readonly deviceId: string;
+  readonly versionHash: string;
+  readonly version: string;
+  /** The track key the heartbeat named; '' means the default track (the fleet resolves it). */
+  readonly artifact: string;
+  readonly hwArch: string;
+  readonly hwOs: string;
+  readonly hwFreeRam: number;
+  readonly hwFreeDisk: number;
+  readonly transport: 'http' | 'coap';
+  /** When the front-end received it, Unix milliseconds (flush lag is measured from here). */
+  readonly receivedAtMs: number;
+}
+
+/** One accepted update report. */
+export interface ReportRecord {
+  readonly deviceId: string;
+  readonly previousHash: string;
+  readonly newHash: string;
+  readonly success: boolean;
+  readonly rollbackReason: string;
+  readonly timestamp: number;
+  readonly receivedAtMs: number;
+}
+
+export interface FleetBatch {
+  readonly heartbeats: readonly HeartbeatRecord[];
+  readonly reports: readonly ReportRecord[];
+}
+
+/** A device as interface.md shows it. Times are Unix seconds. */
+export interface DeviceView {
+  device_id: string;
+  artifact: string;
+  version_hash: string;
+  version: string;
+  hw_info: { arch: string; os: string; free_ram: number; free_disk: number };
+  transport: string;
+  first_seen: number;
+  last_seen: number;
+  last_report: { success: boolean; new_hash: string; rollback_reason: string; at: number } | null;
+}
+
+export interface ReportView {
+  previous_hash: string;
+  new_hash: string;
+  success: boolean;
+  rollback_reason: string;
+  timestamp: number;
+  received_at: number;
+}
+
+/** `GET /admin/devices`, already validated by the front-end. */
+export interface DeviceQuery {
+  readonly artifact?: string;
+  readonly versionHash?: string;
+  /** Only devices whose last_seen is at or after this Unix second. */
+  readonly seenSince?: number;
+  readonly limit: number;
+  /** Only device ids after this one (the decoded cursor). */
+  readonly after?: string;
+}
+
+export interface DevicePage {
+  devices: DeviceView[];
+  /** The last device id of this page when another page may follow (the front-end encodes it). */
+  nextAfter: string | null;
+}
+
+/** `GET /admin/fleet` without its `rollout` field (the manifester's part). */
+export interface FleetSummary {
+  artifact: string;
+  devices: number;
+  versions: { version_hash: string; version: string; devices: number }[];
+  reports_24h: { success: number; failure: number };
+}
+
+export interface RolloutHealthQuery {
+  readonly targetHash: string;
+  /** Unix seconds: only reports received at or after it count. */
+  readonly since: number;
+}
+
+export interface RolloutHealth {
+  targetHash: string;
+  success: number;
+  failure: number;
+}
+
+export interface FleetApi extends ControlApi {
+  /** Fire-and-forget from the front-ends: buffered, written by the next flush. */
+  record(batch: FleetBatch): void;
+  listDevices(query: DeviceQuery): Promise<DevicePage>;
+  /** The device and its last 50 reports, newest first; null when unknown. */
+  device(deviceId: string): Promise<(DeviceView & { reports: ReportView[] }) | null>;
+  summary(artifact: string): Promise<FleetSummary>;
+  /**
+   * For each target: the latest report per device among those with new_hash = targetHash
+   * received at or after `since`, counted by outcome. Pending reports are flushed first.
+   */
+  rolloutHealth(queries: readonly RolloutHealthQuery[]): Promise<RolloutHealth[]>;
+  /** Writes what is buffered now (tests, drain). */
+  flush(): Promise<void>;
+}
+
+/** Deadlines of the fleet calls. */
+export const FLEET_DEADLINES_MS = { record: 5_000, read: 10_000, rolloutHealth: 10_000, flush: 30_000 } as const;

@@ -1,0 +1,69 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { UpdaterError } from '../errors.js';
+import { migrateToLatest } from './migrations.js';
+import type { Database, Engine } from './schema.js';
+
+// One query layer over two engines: embedded SQLite (a file, the default) or PostgreSQL
+// (a postgres:// URL). Whoever opens the database runs the migrations before any query.
+
+export interface FleetDatabase {
+  readonly db: Kysely<Database>;
+  readonly engine: Engine;
+  close(): Promise<void>;
+}
+
+export function engineOf(location: string): Engine {
+  return /^postgres(ql)?:\/\//.test(location) ? 'postgres' : 'sqlite';
+}
+
+/** The URL with its password masked, for messages and logs. */
+export function redactDatabaseUrl(location: string): string {
+  return location.replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/, '$1***@');
+}
+
+/**
+ * Opens the database, checks that it answers, and migrates it. An unreachable server or an
+ * unopenable file is DATABASE_UNREACHABLE naming the `database` key; nothing is half-open.
+ */
+export async function openDatabase(location: string, options: { poolSize?: number } = {}): Promise<FleetDatabase> {
+  const engine = engineOf(location);
+  let db: Kysely<Database>;
+  try {
+    // Only the driver in use is loaded: each actor thread that opens a database pays for one.
+    if (engine === 'postgres') {
+      const { default: pg } = await import('pg');
+      // pg returns int8 (bigint) as text, since JavaScript numbers stop at 2^53; seconds and
+      // byte counts stay far below that, so they are read as numbers on both engines alike.
+      pg.types.setTypeParser(20, (text: string) => Number(text));
+      const pool = new pg.Pool({ connectionString: location, max: options.poolSize ?? 4, connectionTimeoutMillis: 5_000 });
+      pool.on('error', () => undefined); // an idle client's error; the next query reports it
+      db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    } else {
+      mkdirSync(dirname(location), { recursive: true });
+      const { default: SqliteDatabase } = await import('better-sqlite3');
+      const file = new SqliteDatabase(location);
+      // WAL: readers (admin queries) never wait for the flush that writes; NORMAL sync is
+      // durable against a process crash, which is what an inventory needs.
+      file.pragma('journal_mode = WAL');
+      file.pragma('synchronous = NORMAL');
+      file.pragma('busy_timeout = 5000');
+      db = new Kysely<Database>({ dialect: new SqliteDialect({ database: file }) });
+    }
+  } catch (err) {
+    throw unreachable(location, err);
+  }
+  try {
+    await sql`select 1`.execute(db);
+  } catch (err) {
+    await db.destroy().catch(() => undefined);
+    throw unreachable(location, err);
+  }
+  await migrateToLatest(db as Kysely<unknown>, engine);
+  return { db, engine, close: () => db.destroy() };
+}
+
+function unreachable(location: string, err: unknown): UpdaterError {
+  return new UpdaterError('DATABASE_UNREACHABLE', `database: cannot open ${redactDatabaseUrl(location)}: ${(err as Error).message}`, { key: 'database' });
+}

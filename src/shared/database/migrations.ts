@@ -1,0 +1,104 @@
+import { Migrator, sql, type Kysely, type Migration } from 'kysely';
+import type { Engine } from './schema.js';
+
+// Every schema change is a numbered migration, applied in order at start (the fleet actor's
+// setup) and never edited once landed: add the next number instead. Column types differ by
+// engine only where they must: PostgreSQL needs bigint for 64-bit seconds and bytes, an
+// identity column for the report id, and the "C" collation so that device ids sort by code
+// point exactly as SQLite's BINARY collation does (cursor pagination relies on that order).
+
+function fleet0001(engine: Engine): Migration {
+  const big = engine === 'postgres' ? 'bigint' : 'integer';
+  const key = engine === 'postgres' ? sql`text collate "C"` : sql`text`;
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createTable('devices')
+        .addColumn('device_id', key, (c) => c.primaryKey())
+        .addColumn('artifact', 'text', (c) => c.notNull())
+        .addColumn('version_hash', 'text', (c) => c.notNull())
+        .addColumn('version', 'text', (c) => c.notNull())
+        .addColumn('hw_arch', 'text', (c) => c.notNull())
+        .addColumn('hw_os', 'text', (c) => c.notNull())
+        .addColumn('hw_free_ram', big, (c) => c.notNull())
+        .addColumn('hw_free_disk', big, (c) => c.notNull())
+        .addColumn('transport', 'text', (c) => c.notNull())
+        .addColumn('first_seen', big, (c) => c.notNull())
+        .addColumn('last_seen', big, (c) => c.notNull())
+        .addColumn('last_report_success', 'integer')
+        .addColumn('last_report_new_hash', 'text')
+        .addColumn('last_report_reason', 'text')
+        .addColumn('last_report_at', big)
+        .execute();
+      // The summary counts per version without reading the table; the list filters by track.
+      await db.schema.createIndex('devices_artifact_version').on('devices').columns(['artifact', 'version_hash', 'version']).execute();
+      await db.schema.createIndex('devices_artifact_id').on('devices').columns(['artifact', 'device_id']).execute();
+      await db.schema.createIndex('devices_last_seen').on('devices').column('last_seen').execute();
+
+      let reports = db.schema.createTable('reports');
+      reports = engine === 'postgres'
+        ? reports.addColumn('id', 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity())
+        : reports.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+      await reports
+        .addColumn('device_id', key, (c) => c.notNull())
+        .addColumn('previous_hash', 'text', (c) => c.notNull())
+        .addColumn('new_hash', 'text', (c) => c.notNull())
+        .addColumn('success', 'integer', (c) => c.notNull())
+        .addColumn('rollback_reason', 'text', (c) => c.notNull())
+        .addColumn('timestamp', big, (c) => c.notNull())
+        .addColumn('received_at', big, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('reports_device').on('reports').columns(['device_id', 'id']).execute();
+      await db.schema.createIndex('reports_target').on('reports').columns(['new_hash', 'received_at']).execute();
+      await db.schema.createIndex('reports_received').on('reports').column('received_at').execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable('reports').execute();
+      await db.schema.dropTable('devices').execute();
+    },
+  };
+}
+
+/**
+ * Devices per (track, version hash), kept by the flush that moves devices, so that the fleet
+ * summary reads a handful of rows instead of counting a million devices.
+ */
+function fleet0002(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createTable('fleet_versions')
+        .addColumn('artifact', 'text', (c) => c.notNull())
+        .addColumn('version_hash', 'text', (c) => c.notNull())
+        .addColumn('version', 'text', (c) => c.notNull())
+        .addColumn('devices', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('fleet_versions_pk', ['artifact', 'version_hash'])
+        .execute();
+      await recountVersions(db);
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable('fleet_versions').execute();
+    },
+  };
+}
+
+/** Rebuilds fleet_versions from the devices table (after a migration, and after retention). */
+export async function recountVersions(db: Kysely<any>): Promise<void> {
+  await sql`delete from fleet_versions`.execute(db);
+  await sql`insert into fleet_versions (artifact, version_hash, version, devices)
+    select artifact, version_hash, max(version), count(*) from devices group by artifact, version_hash`.execute(db);
+}
+
+/** The migrations in order; names sort as numbers so Kysely applies them in this order. */
+export function migrations(engine: Engine): Record<string, Migration> {
+  return {
+    '0001_fleet_inventory': fleet0001(engine),
+    '0002_fleet_version_counts': fleet0002(),
+  };
+}
+
+/** Brings an empty or older database up to the latest schema; throws on the first failure. */
+export async function migrateToLatest(db: Kysely<unknown>, engine: Engine): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(engine) } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

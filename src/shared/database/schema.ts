@@ -1,0 +1,52 @@
+import type { Generated } from 'kysely';
+
+// The fleet database's tables, as Kysely sees them. Times are Unix seconds; a boolean is an
+// integer 0/1 on both engines, so that one set of queries reads the same values everywhere.
+
+export interface DevicesTable {
+  device_id: string;
+  /** The resolved track key the device's last heartbeat was answered for. */
+  artifact: string;
+  version_hash: string;
+  version: string;
+  hw_arch: string;
+  hw_os: string;
+  hw_free_ram: number;
+  hw_free_disk: number;
+  transport: string;
+  first_seen: number;
+  last_seen: number;
+  last_report_success: number | null;
+  last_report_new_hash: string | null;
+  last_report_reason: string | null;
+  last_report_at: number | null;
+}
+
+export interface ReportsTable {
+  /** Insertion order: the latest report of a device is the one with the highest id. */
+  id: Generated<number>;
+  device_id: string;
+  previous_hash: string;
+  new_hash: string;
+  success: number;
+  rollback_reason: string;
+  timestamp: number;
+  received_at: number;
+}
+
+/** Devices per track and version, maintained by each flush (the summary reads it). */
+export interface FleetVersionsTable {
+  artifact: string;
+  version_hash: string;
+  /** The version text last reported with this hash. */
+  version: string;
+  devices: number;
+}
+
+export interface Database {
+  devices: DevicesTable;
+  reports: ReportsTable;
+  fleet_versions: FleetVersionsTable;
+}
+
+export type Engine = 'sqlite' | 'postgres';

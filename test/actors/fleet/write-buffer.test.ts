@@ -1,0 +1,91 @@
+import t from 'tap';
+import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
+import { heartbeatBytes, WriteBuffer } from '../../../src/actors/fleet/write-buffer.js';
+
+const H = (n: number) => n.toString(16).padStart(64, '0');
+let clock = 0;
+function hb(deviceId: string, hash = H(1)): HeartbeatRecord {
+  return { deviceId, versionHash: hash, version: '1.0.0', artifact: 'app', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 1, hwFreeDisk: 2, transport: 'http', receivedAtMs: ++clock };
+}
+function report(deviceId: string): ReportRecord {
+  return { deviceId, previousHash: H(1), newHash: H(2), success: true, rollbackReason: '', timestamp: 0, receivedAtMs: ++clock };
+}
+const one = heartbeatBytes(hb('dev-000'));
+
+t.test('heartbeats of one device coalesce: the newest is written', async (t) => {
+  const b = new WriteBuffer(1 << 20);
+  b.addHeartbeat(hb('a'));
+  b.addHeartbeat({ ...hb('a'), version: '1.0.1' });
+  b.addHeartbeat(hb('b'));
+  t.equal(b.pendingHeartbeats, 2);
+  const taken = b.take();
+  t.same(taken.heartbeats.map((h) => [h.deviceId, h.version]), [['a', '1.0.1'], ['b', '1.0.0']]);
+  t.equal(b.bytes, 0, 'empty after take');
+});
+
+t.test('a full budget drops the oldest last_seen-only update first, never a version change', async (t) => {
+  const b = new WriteBuffer(3 * one);
+  b.addHeartbeat(hb('dev-001'));
+  b.addHeartbeat(hb('dev-002'));
+  b.addHeartbeat(hb('dev-003'));
+  b.written(b.take().heartbeats); // all three known at H(1)
+  b.addHeartbeat(hb('dev-001')); // last_seen only
+  b.addHeartbeat(hb('dev-002', H(2))); // a version change
+  b.addHeartbeat(hb('dev-003')); // last_seen only
+  b.addHeartbeat(hb('dev-002', H(2))); // still the change
+  t.equal(b.pendingHeartbeats, 3);
+  b.addHeartbeat(hb('dev-004')); // over budget: dev-001 goes first
+  t.same(b.dropped, { last_seen: 1, new_device: 0, report_overflow: 0 });
+  b.addHeartbeat(hb('dev-005'));
+  t.same(b.dropped, { last_seen: 2, new_device: 0, report_overflow: 0 }, 'dev-003 next: still a last_seen-only update');
+  b.addHeartbeat(hb('dev-006'));
+  t.same(b.dropped, { last_seen: 2, new_device: 1, report_overflow: 0 }, 'then the oldest first sighting');
+  const ids = b.take().heartbeats.map((h) => h.deviceId).sort();
+  t.ok(ids.includes('dev-002'), 'the version change survived');
+  t.notOk(ids.includes('dev-001') || ids.includes('dev-003'));
+});
+
+t.test('a heartbeat whose hash differs from the pending one stays a change even unknown', async (t) => {
+  const b = new WriteBuffer(2 * one);
+  b.addHeartbeat(hb('x'));
+  b.addHeartbeat(hb('x', H(9)));
+  b.addHeartbeat(hb('y'));
+  b.addHeartbeat(hb('z'));
+  t.equal(b.dropped.new_device, 1);
+  t.ok(b.take().heartbeats.some((h) => h.deviceId === 'x' && h.versionHash === H(9)));
+});
+
+t.test('reports are kept over heartbeats; only reports alone past the budget lose the oldest', async (t) => {
+  const b = new WriteBuffer(6 * one);
+  for (let i = 0; i < 3; i++) b.addHeartbeat(hb(`d${i}`));
+  for (let i = 0; i < 4; i++) b.addReport(report(`r${i}`));
+  t.equal(b.pendingReports, 4, 'heartbeats made room');
+  t.ok(b.dropped.new_device >= 1);
+  for (let i = 4; i < 40; i++) b.addReport(report(`r${i}`));
+  t.ok(b.dropped.report_overflow > 0);
+  t.ok(b.bytes <= b.budgetBytes);
+  t.equal(b.take().reports.at(-1)!.deviceId, 'r39', 'the newest are the ones kept');
+});
+
+t.test('a flood of random device ids cannot grow the buffer past its budget', async (t) => {
+  const budget = 64 * 1024;
+  const b = new WriteBuffer(budget);
+  for (let i = 0; i < 100_000; i++) b.addHeartbeat(hb(`flood-${Math.random().toString(36).slice(2)}`));
+  t.ok(b.bytes <= budget, `${b.bytes} bytes held`);
+  t.equal(b.dropped.new_device + b.pendingHeartbeats, 100_000, 'every heartbeat is written or counted');
+});
+
+t.test('a failed flush puts its records back behind newer heartbeats of the same device', async (t) => {
+  const b = new WriteBuffer(1 << 20);
+  b.addHeartbeat(hb('a'));
+  b.addHeartbeat(hb('b'));
+  b.addReport(report('a'));
+  const taken = b.take();
+  b.addHeartbeat({ ...hb('a'), version: 'newer' });
+  b.addReport(report('c'));
+  b.putBack(taken);
+  const again = b.take();
+  t.same(again.heartbeats.map((h) => [h.deviceId, h.version]).sort(), [['a', 'newer'], ['b', '1.0.0']]);
+  t.same(again.reports.map((r) => r.deviceId), ['a', 'c'], 'reports keep their order');
+  t.ok(b.oldestReceivedAtMs() === undefined);
+});

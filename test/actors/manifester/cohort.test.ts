@@ -1,0 +1,60 @@
+import { execFileSync } from 'node:child_process';
+import t from 'tap';
+import { cohortBucket, inCohort } from '../../../src/actors/manifester/cohort.js';
+
+const T = '3f'.repeat(32);
+const ids = Array.from({ length: 400 }, (_, i) => (i % 7 === 0 ? `gerät-ü-${i}` : `dev-${i.toString().padStart(4, '0')}`));
+const PERCENTS = [0, 0.01, 5, 10, 12.34, 50, 99.99, 100];
+
+// The formula of interface.md computed by another implementation: Python's hashlib and
+// struct, fed the same ids as UTF-8. Any difference in byte order, encoding or the
+// separator would show here.
+const PYTHON = `
+import hashlib, json, struct, sys
+doc = json.load(sys.stdin)
+out = []
+for d in doc["ids"]:
+    bucket = struct.unpack(">I", hashlib.sha256((d + ":" + doc["target"]).encode("utf-8")).digest()[0:4])[0] % 10000
+    out.append({"bucket": bucket, "in": [bucket < p * 100 for p in doc["percents"]]})
+print(json.dumps(out))
+`;
+
+t.test('the cohort matches an independent computation (Python hashlib)', async (t) => {
+  const expected = JSON.parse(execFileSync('python3', ['-c', PYTHON], { input: JSON.stringify({ ids, target: T, percents: PERCENTS }) }).toString()) as { bucket: number; in: boolean[] }[];
+  t.equal(expected.length, ids.length);
+  let mismatches = 0;
+  ids.forEach((id, i) => {
+    if (cohortBucket(id, T) !== expected[i]!.bucket) mismatches++;
+    PERCENTS.forEach((p, j) => {
+      if (inCohort(id, T, p) !== expected[i]!.in[j]) mismatches++;
+    });
+  });
+  t.equal(mismatches, 0, 'every bucket and every membership agrees');
+});
+
+t.test('the cohort agrees with openssl for one device', async (t) => {
+  const digest = execFileSync('openssl', ['dgst', '-sha256', '-binary'], { input: Buffer.from(`dev-0001:${T}`, 'utf8') });
+  t.equal(cohortBucket('dev-0001', T), digest.readUInt32BE(0) % 10000);
+});
+
+t.test('a device once in stays in as the percent grows', async (t) => {
+  for (const id of ids) {
+    let was = false;
+    for (let p = 0; p <= 100; p += 2.5) {
+      const now = inCohort(id, T, p);
+      if (was && !now) t.fail(`${id} left the cohort at ${p} %`);
+      was = now;
+    }
+  }
+  t.ok(ids.every((id) => inCohort(id, T, 100)), 'everyone is in at 100 %');
+  t.ok(ids.every((id) => !inCohort(id, T, 0)), 'no one is in at 0 %');
+});
+
+t.test('the cohort spreads devices evenly and depends on the target', async (t) => {
+  const many = Array.from({ length: 20_000 }, (_, i) => `unit-${i}`);
+  const share = many.filter((id) => inCohort(id, T, 10)).length / many.length;
+  t.ok(share > 0.09 && share < 0.11, `about 10 % at 10 % (got ${(share * 100).toFixed(2)} %)`);
+  const other = 'a1'.repeat(32);
+  const same = many.slice(0, 2000).filter((id) => inCohort(id, T, 10) === inCohort(id, other, 10)).length;
+  t.ok(same < 2000, 'another target draws another cohort');
+});

@@ -1,0 +1,3 @@
+import { inventoryCase } from './fleet-inventory-case.js';
+
+inventoryCase('postgres');

@@ -1,0 +1,4 @@
+import { fleetDisabledCase, inventoryCase } from './fleet-inventory-case.js';
+
+inventoryCase('sqlite');
+fleetDisabledCase();

@@ -1,0 +1,70 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Migrator } from 'kysely';
+import t from 'tap';
+import { engineOf, openDatabase, redactDatabaseUrl } from '../../../src/shared/database/connect.js';
+import { migrateToLatest, migrations } from '../../../src/shared/database/migrations.js';
+import { createTestDatabase, ENGINES } from '../../helpers/databases.js';
+
+for (const engine of ENGINES) {
+  t.test(`${engine}: every migration applies to an empty database, in order, once`, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'updater-mig-'));
+    const target = await createTestDatabase(engine, dir);
+    t.teardown(async () => {
+      await target.drop();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const opened = await openDatabase(target.location);
+    t.equal(opened.engine, engine);
+    const tables = (await opened.db.introspection.getTables()).map((table) => table.name).sort();
+    t.same(tables, ['devices', 'fleet_versions', 'reports'], 'the schema of the latest migration');
+    const columns = (await opened.db.introspection.getTables()).find((table) => table.name === 'devices')!.columns.map((c) => c.name);
+    t.ok(columns.includes('last_report_at') && columns.includes('hw_free_disk'));
+    t.same(await migrateToLatest(opened.db as never, engine), [], 'a second run applies nothing');
+    await opened.close();
+    const again = await openDatabase(target.location);
+    t.same((await again.db.introspection.getTables()).length, 3, 'reopening keeps the schema');
+    await again.close();
+  });
+}
+
+for (const engine of ENGINES) {
+  t.test(`${engine}: 0002 counts the devices that 0001 already held`, async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'updater-mig-'));
+    const target = await createTestDatabase(engine, dir);
+    t.teardown(async () => {
+      await target.drop();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const { db, close } = await openDatabase(target.location);
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(engine) } });
+    t.notOk((await migrator.migrateTo('0001_fleet_inventory')).error, 'back to the first schema');
+    const row = (id: string, hash: string) => ({ device_id: id, artifact: 'app', version_hash: hash, version: '1', hw_arch: '', hw_os: '', hw_free_ram: 0, hw_free_disk: 0, transport: 'http', first_seen: 1, last_seen: 1 });
+    await db.insertInto('devices').values([row('a', 'h1'), row('b', 'h1'), row('c', 'h2')]).execute();
+    t.same(await migrateToLatest(db as never, engine), ['0002_fleet_version_counts']);
+    const counts = await db.selectFrom('fleet_versions').select(['version_hash', 'devices']).orderBy('version_hash').execute();
+    t.same(counts.map((c) => [c.version_hash, Number(c.devices)]), [['h1', 2], ['h2', 1]]);
+    await close();
+  });
+}
+
+t.test('migration names are numbered and sort in the order they are listed', async (t) => {
+  const names = Object.keys(migrations('sqlite'));
+  t.ok(names.every((n) => /^\d{4}_[a-z0-9_]+$/.test(n)), 'NNNN_name');
+  t.same([...names].sort(), names);
+  t.same(Object.keys(migrations('postgres')), names, 'the same list on both engines');
+});
+
+t.test('a postgres:// URL selects PostgreSQL, anything else is an SQLite file', async (t) => {
+  t.equal(engineOf('postgres://u@h/db'), 'postgres');
+  t.equal(engineOf('postgresql://u@h/db'), 'postgres');
+  t.equal(engineOf('/var/lib/updater/updater.db'), 'sqlite');
+  t.equal(redactDatabaseUrl('postgres://u:secret@h:5432/db'), 'postgres://u:***@h:5432/db', 'the password never reaches a message');
+});
+
+t.test('an unreachable PostgreSQL is DATABASE_UNREACHABLE naming the database key', async (t) => {
+  const { freePort } = await import('../../helpers/fixture.js');
+  const port = await freePort();
+  await t.rejects(openDatabase(`postgres://updater:pw@127.0.0.1:${port}/nothing`), { code: 'DATABASE_UNREACHABLE', message: /^database: cannot open postgres:\/\/updater:\*\*\*@/ });
+});
