@@ -54,8 +54,8 @@ export async function startSoakServer(dir: string, shape: SoakShape, command: (c
       // The target cache holds the verified target bytes that bsdiff-node generations read;
       // the native engine reads its inputs from files and never fills it.
       delta_engine: 'bsdiff-node',
-      // Full files for re-imaged devices are compressed as they are asked for: a fast level
-      // keeps those generations from crowding the deltas out of the two diff threads.
+      // Full files for re-imaged devices are compressed as they are asked for; level 3 keeps
+      // those generations quick (the default level is 19).
       full_compression_level: 3,
       publish_roots: [binaries],
     },
