@@ -57,13 +57,14 @@ export function registerRuntimeMetrics(registry: Registry, actor: string): void 
   });
   new Gauge({
     name: 'updater_event_loop_delay_seconds',
-    help: 'Event-loop delay beyond the probe interval since the previous scrape, per actor thread (quantile 0.5, 0.99, 1 = max)',
-    labelNames: ['actor', 'quantile'],
+    // `stat`, not `quantile`: Prometheus keeps that label for summaries (promtool refuses it here).
+    help: 'Event-loop delay beyond the probe interval since the previous scrape, per actor thread (stat p50, p99, max)',
+    labelNames: ['actor', 'stat'],
     registers: [registry],
     collect() {
-      this.set({ actor, quantile: '0.5' }, window.p50);
-      this.set({ actor, quantile: '0.99' }, window.p99);
-      this.set({ actor, quantile: '1' }, window.max);
+      this.set({ actor, stat: 'p50' }, window.p50);
+      this.set({ actor, stat: 'p99' }, window.p99);
+      this.set({ actor, stat: 'max' }, window.max);
     },
   });
   new Gauge({
