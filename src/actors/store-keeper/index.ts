@@ -1,18 +1,16 @@
-import type { ManifesterApi } from '../../messages/manifester.js';
 import type { StoreKeeperApi } from '../../messages/store.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { createStoreMetrics } from './metrics.js';
 import { ContentStore } from './store.js';
 
-const EVENT_DEADLINE_MS = 2_000;
 
 await runActor(async (ctx) => {
   const store = new ContentStore(ctx.config, ctx.log, createStoreMetrics(ctx.registry), async (event) => {
     // A manifester that is restarting (or not connected yet) resynchronizes from a snapshot,
     // so a lost event costs nothing; the deadline only bounds how long a removal waits.
     try {
-      await ctx.call<ManifesterApi, void>('manifester', async (m) => m.storeEvent(event), EVENT_DEADLINE_MS);
+      await ctx.call('manifester', (m) => m.storeEvent(event));
     } catch {
       // see above
     }
