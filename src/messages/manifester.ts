@@ -31,6 +31,8 @@ export interface Manifest {
 export interface HealthView {
   status: 'ok';
   artifacts: Record<string, { version: string; hash: string }>;
+  /** Cluster mode only: whether this replica reaches the shared database. */
+  database?: 'ok' | 'unreachable';
 }
 
 /** The hashes the tracks still need, for retention. */

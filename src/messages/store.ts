@@ -77,6 +77,8 @@ export interface StoreKeeperApi extends ControlApi {
    * DELTA_TOO_LARGE when a binary exceeds `store.delta_max_source_mb`.
    */
   ensureDelta(from: string, to: string): Promise<TransferInfo>;
+  /** Cluster mode: indexes `{hash}.bin` that another replica stored in the shared directory. */
+  adoptBinary(hash: string): Promise<BinaryInfo>;
   snapshot(): Promise<StoreSnapshot>;
   /** Whether the store takes writes now (a full or read-only store still serves). */
   condition(): Promise<StoreCondition>;

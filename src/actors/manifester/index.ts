@@ -14,6 +14,7 @@ import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin, storeCannotWrite } from './track-admin.js';
 import { TrackTable } from './tracks.js';
+import { startClusterSync } from './cluster-sync.js';
 
 /** A delta generation can take minutes; this only bounds how long a lost request is remembered. */
 const GENERATION_DEADLINE_MS = 60 * 60_000;
@@ -49,6 +50,8 @@ await runActor(async (ctx) => {
   const watcher = new BinaryWatcher(config.store.watchSettleMs, (key) => {
     admin.reloadOne(key).catch((err) => ctx.log.warn({ err, artifact: key }, 'could not republish a watched binary; will try again on its next change'));
   }, ctx.log);
+  // Cluster mode (database: postgres://…): the tracks live in the database (cluster-sync.ts).
+  const cluster = await startClusterSync(ctx, tracks, (keys) => admin.trackChangedElsewhere(keys), () => admin.sync());
   const admin = new TrackAdmin({
     config,
     log: ctx.log,
@@ -58,13 +61,16 @@ await runActor(async (ctx) => {
       registerBinary: (path) => ctx.call<StoreKeeperApi, { hash: string; size: number }>('store-keeper', (s) => s.registerBinary(path), REGISTER_DEADLINE_MS),
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
+      adoptBinary: (hash) => requests.adoptBinary(hash),
     },
     onTracksChanged: (all) => watcher.sync(all),
+    ...(cluster ? { cluster: cluster.tracks } : {}),
   });
   // Configuration is authoritative for the tracks it names (spec 3.2): every boot republishes
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
   // which fails the start.
   await admin.boot();
+  cluster?.start();
   // Without the fleet inventory there are no report counts: rollouts step and obey commands, but never pause themselves.
   const health = config.fleet.enabled
     ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call<FleetApi, RolloutHealth[]>('fleet', (f) => f.rolloutHealth(queries), FLEET_DEADLINES_MS.rolloutHealth)
@@ -75,7 +81,7 @@ await runActor(async (ctx) => {
   return {
     heartbeats: async (batch) => batch.map((request) => answer(() => manifester.heartbeat(request))),
     heartbeatsJson: async (batch) => batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request)))),
-    health: async () => manifester.health(),
+    health: async () => ({ ...manifester.health(), ...(cluster ? { database: cluster.tracks.condition } : {}) }),
     references: async () => ({
       // A rollout's stable target is still answered to devices: its files stay current.
       current: tracks.all().flatMap((t) => (t.rollout?.stable && t.rollout.stable.hash !== t.hash ? [t.hash, t.rollout.stable.hash] : [t.hash])),
@@ -94,6 +100,7 @@ await runActor(async (ctx) => {
     drain: async () => {
       await rollouts.stop();
       await watcher.close();
+      await cluster?.close();
     },
   } satisfies ManifesterApi;
 });
@@ -108,7 +115,7 @@ function answer<T>(decide: () => T): HeartbeatOutcome<T> {
 }
 
 /** Asks the store for missing files once per file, however many heartbeats want it. */
-function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): void } {
+function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): void; adoptBinary(hash: string): void } {
   const pending = new Set<string>();
   // A generation that failed (a corrupt binary, a full disk) is not retried for every
   // heartbeat that asks: devices keep getting retry_after while it cools down. Holds the time
@@ -130,6 +137,7 @@ function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): vo
   return {
     ensureDelta: (from, to) => ask(`${from}_${to}`, (s) => s.ensureDelta(from, to)),
     ensureFull: (hash) => ask(hash, (s) => s.ensureFull(hash)),
+    adoptBinary: (hash) => ask(`${hash}.bin`, (s) => s.adoptBinary(hash)),
     forgetPending: () => {
       pending.clear();
       failedAt.clear();

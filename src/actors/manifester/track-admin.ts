@@ -11,6 +11,7 @@ import type { RolloutPlan } from '../../shared/rollout-plan.js';
 import { isActive, replaced, rolloutView, startRollout, successorBasis, type Rollout } from './rollout.js';
 import { KeyedQueues, SerialQueue } from './serial.js';
 import type { SignedManifests } from './signer.js';
+import type { ClusterTracks } from './cluster-tracks.js';
 import { checkPublishPath } from './publish-paths.js';
 import { readState, sameState, writeState, type PersistedState } from './state-file.js';
 import type { Track, TrackTable } from './tracks.js';
@@ -35,6 +36,8 @@ export interface StoreAccess {
   ensureFull(hash: string): void;
   /** Whether the store (as the manifester's replica knows it) holds the binary. */
   holdsBinary(hash: string): boolean;
+  /** Cluster mode: has the store index a binary another replica wrote (in the background). */
+  adoptBinary(hash: string): void;
 }
 
 export interface TrackAdminDeps {
@@ -45,6 +48,8 @@ export interface TrackAdminDeps {
   readonly store: StoreAccess;
   /** Told whenever the set of (track, file) pairs changes, to watch the right files. */
   readonly onTracksChanged: (tracks: readonly Track[]) => void;
+  /** Set in cluster mode (database: postgres://…): the tracks live in the database, not the state file. */
+  readonly cluster?: ClusterTracks;
 }
 
 type Source = Track['source'];
@@ -65,6 +70,7 @@ export class TrackAdmin {
    * (configuration wins for the tracks it names), then record the result.
    */
   async boot(): Promise<void> {
+    if (this.deps.cluster) return this.bootCluster(this.deps.cluster);
     const { config, log, tracks } = this.deps;
     const depth = config.retention.historyDepth;
     const saved = config.store.stateFile ? await readState(config.store.stateFile) : undefined;
@@ -118,6 +124,69 @@ export class TrackAdmin {
     this.deps.onTracksChanged(tracks.all());
   }
 
+  /**
+   * Boot of a cluster replica: take the tracks the database holds, store the configured
+   * binaries, then republish the configured tracks in one transaction (configuration wins for
+   * the tracks it names, at every replica's start).
+   */
+  private async bootCluster(cluster: ClusterTracks): Promise<void> {
+    const { config, log, tracks } = this.deps;
+    await this.sync(true);
+    const stored: BinaryInfo[] = [];
+    for (const artifact of config.artifacts) {
+      try {
+        stored.push(await this.deps.store.registerBinary(artifact.binary));
+      } catch (err) {
+        if (!storeCannotWrite(err)) throw err;
+        log.error({ err, artifact: artifact.key, binary: artifact.binary }, 'configured binary cannot be stored; the track serves what the database records, if anything');
+        stored.push({ hash: '', size: 0 });
+      }
+    }
+    await this.changeTable(() => {
+      const saved = { default: cluster.stored.default, configDefault: cluster.stored.configDefault };
+      for (const track of tracks.all()) {
+        if (track.source === 'config' && !this.configKeys.has(track.key)) {
+          log.info({ artifact: track.key }, 'track was declared by a configuration that no longer names it; dropped');
+          tracks.remove(track.key);
+        }
+      }
+      config.artifacts.forEach((artifact, i) => {
+        const binary = stored[i]!;
+        if (binary.hash === '') return;
+        const { track, changed } = tracks.publish({ ...artifact, ...binary, source: 'config' }, config.retention.historyDepth);
+        if (changed) log.info({ artifact: track.key, version: track.version, hash: track.hash }, 'configured track republished with a new target');
+      });
+      tracks.setDefault(this.bootDefault({ ...saved, tracks: [] }));
+      tracks.inferDefault();
+    });
+    for (const track of tracks.all()) {
+      this.deps.store.ensureFull(track.hash);
+      log.info({ artifact: track.key, version: track.version, hash: track.hash, size: track.size, source: track.source }, 'track current');
+    }
+  }
+
+  /** Cluster mode: brings the table to what the database holds (a notification, the resync timer, a reconnect). */
+  sync(force = false): Promise<void> {
+    const cluster = this.deps.cluster;
+    if (!cluster) return Promise.resolve();
+    return this.tableLock.run(() => cluster.refresh(force));
+  }
+
+  /** Cluster mode: another replica changed these tracks; what this replica derived from them goes. */
+  trackChangedElsewhere(keys: readonly string[]): void {
+    const { tracks, signed, store, log } = this.deps;
+    for (const key of keys) {
+      signed.forgetArtifact(key);
+      const track = tracks.get(key);
+      log.info({ artifact: key, hash: track?.hash ?? null }, track ? 'track changed on another replica' : 'track deleted on another replica');
+      if (!track) continue;
+      const hashes = [track.hash, ...(track.rollout?.stable ? [track.rollout.stable.hash] : []), ...track.history];
+      for (const hash of hashes) if (!store.holdsBinary(hash)) store.adoptBinary(hash);
+      store.ensureFull(track.hash);
+    }
+    this.deps.onTracksChanged(tracks.all());
+  }
+
   list(): TrackListing {
     return { default: this.deps.tracks.default ?? '', artifacts: this.deps.tracks.all().map(toView) };
   }
@@ -137,15 +206,22 @@ export class TrackAdmin {
    * changes nothing writes nothing. ROLLOUT_NOT_FOUND for a track without a rollout.
    */
   updateRollout(key: string, step: (rollout: Rollout) => Rollout): Promise<RolloutView> {
-    return this.perTrack.run(key, async () => {
+    const rolloutOf = () => {
       const track = this.deps.tracks.get(key);
       if (!track) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`, { artifact: key });
       if (!track.rollout) throw new UpdaterError('ROLLOUT_NOT_FOUND', `track ${key} has no rollout`, { artifact: key });
-      const before = track.rollout;
-      const next = step(before);
-      if (next === before) return rolloutView(before);
+      return track.rollout;
+    };
+    return this.perTrack.run(key, async () => {
+      // A step that changes nothing here writes nothing (every replica ticks every rollout).
+      const local = rolloutOf();
+      if (step(local) === local) return rolloutView(local);
       return this.changeTable(() => {
         const { tracks, signed, log } = this.deps;
+        // In a cluster the table was just brought to the database: step from what it holds.
+        const before = rolloutOf();
+        const next = step(before);
+        if (next === before) return rolloutView(before);
         tracks.restore({ ...tracks.get(key)!, rollout: next });
         // Manifests are cached by (track, from, to), so a new cohort needs nothing; a new stable
         // target or a rollback leaves entries no device is routed to any more: drop them.
@@ -264,6 +340,14 @@ export class TrackAdmin {
    * what answers devices never differs from what a restart would bring back.
    */
   private changeTable<T>(change: () => T): Promise<T> {
+    const cluster = this.deps.cluster;
+    if (cluster) {
+      return this.tableLock.run(async () => {
+        const result = await cluster.change(change);
+        this.deps.onTracksChanged(this.deps.tracks.all());
+        return result;
+      });
+    }
     return this.tableLock.run(async () => {
       const { tracks } = this.deps;
       const before = { tracks: tracks.all(), default: tracks.default };
