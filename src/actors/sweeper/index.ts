@@ -5,6 +5,7 @@ import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { createSweeperMetrics } from './metrics.js';
 import { planSweep } from './policy.js';
+import { sweepLeadership } from './leader.js';
 
 const MB = 1024 * 1024;
 /** A sweep of a large store stats every file; give it time. */
@@ -15,6 +16,8 @@ await runActor(async (ctx) => {
   const metrics = createSweeperMetrics(ctx.registry);
   let running: Promise<SweepResult> | undefined;
   let timer: NodeJS.Timeout | undefined;
+  // Cluster mode: one sweep at a time in the whole cluster (an advisory lock); undefined on one node.
+  const leadership = sweepLeadership(ctx.config.database, ctx.log);
 
   const sweepOnce = async (trigger: 'schedule' | 'admin'): Promise<SweepResult> => {
     const started = Date.now();
@@ -45,7 +48,7 @@ await runActor(async (ctx) => {
 
   /** One sweep at a time: a request during a sweep joins it. */
   const sweep = (trigger: 'schedule' | 'admin'): Promise<SweepResult> => {
-    running ??= sweepOnce(trigger).finally(() => (running = undefined));
+    running ??= (leadership ? leadership.run(() => sweepOnce(trigger)) : sweepOnce(trigger)).finally(() => (running = undefined));
     return running;
   };
 
@@ -66,6 +69,7 @@ await runActor(async (ctx) => {
     async drain() {
       clearTimeout(timer);
       await running?.catch(() => undefined);
+      await leadership?.close();
     },
   } satisfies SweeperApi;
 });

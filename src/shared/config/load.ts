@@ -39,6 +39,9 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const storeDir = str(store, 'dir', 'store');
   if (!storeDir) throw new ConfigError('store.dir', 'is required');
   const stateFile = str(store, 'state_file', 'store');
+  const database = readDatabase(doc, pathOf(storeDir), pathOf);
+  const clustered = /^postgres(ql)?:/.test(database);
+  checkClusterKeys(clustered, stateFile);
 
   const logLevel = doc.log_level ?? 'info';
   if (!isLogLevel(logLevel)) throw new ConfigError('log_level', 'must be one of trace, debug, info, warn, error');
@@ -91,8 +94,8 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       orphanBinaryMinAgeMs: duration(retention, 'orphan_binary_min_age', 'retention', '24h', 0),
     },
     artifacts,
-    ...readDefaultArtifact(doc, artifacts, stateFile !== undefined),
-    database: readDatabase(doc, pathOf(storeDir), pathOf),
+    ...readDefaultArtifact(doc, artifacts, stateFile !== undefined || clustered),
+    database,
     fleet: {
       enabled: bool(fleet, 'enabled', 'fleet', true),
       flushIntervalMs: duration(fleet, 'flush_interval', 'fleet', '1s', 10),
@@ -103,6 +106,13 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   };
   checkKeyFileReadable(config.signing.privateKeyFile);
   return deepFreeze(config);
+}
+
+/** Cluster mode (docs/scaling.md): the tracks live in PostgreSQL, so a state file would be a second truth. */
+function checkClusterKeys(clustered: boolean, stateFile: string | undefined): void {
+  if (clustered && stateFile !== undefined) {
+    throw new ConfigError('store.state_file', 'must not be set with a postgres:// database: the tracks live in the database then (docs/scaling.md)');
+  }
 }
 
 /** A fleet age limit: a duration, or 0 (number or text) for "keep forever". */
