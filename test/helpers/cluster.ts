@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import type { Test } from 'tap';
 import { createTestDatabase } from './databases.js';
 import { freePort, makeFixture, type Fixture } from './fixture.js';
 import { configDocument, spawnServer, writeConfig, type ArtifactEntry, type ServerProcess } from './server.js';
@@ -14,6 +13,11 @@ import { configDocument, spawnServer, writeConfig, type ArtifactEntry, type Serv
 
 export const NGINX = process.env.UPDATER_TEST_NGINX ?? '/usr/sbin/nginx';
 
+/** What ends the processes: a tap test, or the cluster bench's own list. */
+export interface Owner {
+  teardown(fn: () => Promise<void> | void): void;
+}
+
 export interface Replica {
   readonly index: number;
   readonly url: string;
@@ -24,6 +28,8 @@ export interface Replica {
 
 export interface Cluster {
   readonly fixture: Fixture;
+  /** The database's name on the test server (for pg_stat_database). */
+  readonly databaseName: string;
   readonly replicas: Replica[];
   readonly relay: DatabaseRelay;
   /** Kills a replica with SIGKILL and waits for it to be gone. */
@@ -33,7 +39,7 @@ export interface Cluster {
 }
 
 /** Starts a cluster of `count` replicas; torn down with the test. */
-export async function startCluster(t: Test, count: number, artifacts: ArtifactEntry[] = [], overrides: Record<string, unknown> = {}): Promise<Cluster> {
+export async function startCluster(t: Owner, count: number, artifacts: ArtifactEntry[] = [], overrides: Record<string, unknown> = {}): Promise<Cluster> {
   const fixture = await makeFixture('updater-cluster-');
   const database = await createTestDatabase('postgres', fixture.dir);
   const relay = await startDatabaseRelay(new URL(database.location));
@@ -63,6 +69,7 @@ export async function startCluster(t: Test, count: number, artifacts: ArtifactEn
   }
   return {
     fixture,
+    databaseName: new URL(database.location).pathname.slice(1),
     replicas,
     relay,
     async kill(replica) {
@@ -136,7 +143,7 @@ export interface Nginx {
 }
 
 /** Debian's nginx as a load balancer in front of `upstreams` (HTTP), with its own prefix. */
-export async function startNginx(t: Test, dir: string, upstreams: readonly number[]): Promise<Nginx> {
+export async function startNginx(t: Owner, dir: string, upstreams: readonly number[]): Promise<Nginx> {
   const prefix = join(dir, `nginx-${Date.now()}`);
   await mkdir(join(prefix, 'logs'), { recursive: true });
   const port = await freePort();
