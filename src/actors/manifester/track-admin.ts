@@ -11,6 +11,7 @@ import type { RolloutPlan } from '../../shared/rollout-plan.js';
 import { isActive, replaced, rolloutView, startRollout, successorBasis, type Rollout } from './rollout.js';
 import { KeyedQueues, SerialQueue } from './serial.js';
 import type { SignedManifests } from './signer.js';
+import { bootClusterTracks } from './cluster-boot.js';
 import type { ClusterTracks } from './cluster-tracks.js';
 import { checkPublishPath } from './publish-paths.js';
 import { readState, sameState, writeState, type PersistedState } from './state-file.js';
@@ -124,45 +125,16 @@ export class TrackAdmin {
     this.deps.onTracksChanged(tracks.all());
   }
 
-  /**
-   * Boot of a cluster replica: take the tracks the database holds, store the configured
-   * binaries, then republish the configured tracks in one transaction (configuration wins for
-   * the tracks it names, at every replica's start).
-   */
-  private async bootCluster(cluster: ClusterTracks): Promise<void> {
-    const { config, log, tracks } = this.deps;
-    await this.sync(true);
-    const stored: BinaryInfo[] = [];
-    for (const artifact of config.artifacts) {
-      try {
-        stored.push(await this.deps.store.registerBinary(artifact.binary));
-      } catch (err) {
-        if (!storeCannotWrite(err)) throw err;
-        log.error({ err, artifact: artifact.key, binary: artifact.binary }, 'configured binary cannot be stored; the track serves what the database records, if anything');
-        stored.push({ hash: '', size: 0 });
-      }
-    }
-    await this.changeTable(() => {
-      const saved = { default: cluster.stored.default, configDefault: cluster.stored.configDefault };
-      for (const track of tracks.all()) {
-        if (track.source === 'config' && !this.configKeys.has(track.key)) {
-          log.info({ artifact: track.key }, 'track was declared by a configuration that no longer names it; dropped');
-          tracks.remove(track.key);
-        }
-      }
-      config.artifacts.forEach((artifact, i) => {
-        const binary = stored[i]!;
-        if (binary.hash === '') return;
-        const { track, changed } = tracks.publish({ ...artifact, ...binary, source: 'config' }, config.retention.historyDepth);
-        if (changed) log.info({ artifact: track.key, version: track.version, hash: track.hash }, 'configured track republished with a new target');
-      });
-      tracks.setDefault(this.bootDefault({ ...saved, tracks: [] }));
-      tracks.inferDefault();
+  /** Boot of a cluster replica (cluster-boot.ts): the database's tracks, then configuration over them. */
+  private bootCluster(cluster: ClusterTracks): Promise<void> {
+    return bootClusterTracks({
+      ...this.deps,
+      cluster,
+      configKeys: this.configKeys,
+      sync: () => this.sync(true),
+      changeTable: (change) => this.changeTable(change),
+      bootDefault: (saved) => this.bootDefault({ ...saved, tracks: [] }),
     });
-    for (const track of tracks.all()) {
-      this.deps.store.ensureFull(track.hash);
-      log.info({ artifact: track.key, version: track.version, hash: track.hash, size: track.size, source: track.source }, 'track current');
-    }
   }
 
   /** Cluster mode: brings the table to what the database holds (a notification, the resync timer, a reconnect). */
