@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { hashFile } from './hash-file.js';
+import { sha256File } from '../src/shared/hash.js';
 import { flushReports, heartbeatBody, nowSeconds, queueReport, type AgentContext } from './context.js';
 import { faultPoint } from './fault.js';
 import { runRestartCommand } from './restart.js';
@@ -38,7 +38,7 @@ export async function bootPhase(ctx: AgentContext): Promise<BootOutcome> {
   if (pending.boot_count > ctx.config.maxBootAttempts) {
     return rollback(ctx, pending, `the new slot did not confirm within ${ctx.config.maxBootAttempts} boots`);
   }
-  const running = (await hashFile(slots.path(active))).hash;
+  const running = (await sha256File(slots.path(active))).hash;
   if (running !== pending.new_hash) {
     return rollback(ctx, pending, `the active slot hashes to ${running}, not the installed ${pending.new_hash}`);
   }
@@ -103,7 +103,7 @@ async function reconstructMarker(ctx: AgentContext, active: SlotName): Promise<P
   }
   ctx.log.error('pending update marker is damaged; treating the active slot as the unconfirmed new one');
   return {
-    previous_slot: previous, previous_hash: (await hashFile(ctx.slots.path(previous))).hash,
-    new_slot: active, new_hash: (await hashFile(ctx.slots.path(active))).hash, target_version: '', boot_count: 0,
+    previous_slot: previous, previous_hash: (await sha256File(ctx.slots.path(previous))).hash,
+    new_slot: active, new_hash: (await sha256File(ctx.slots.path(active))).hash, target_version: '', boot_count: 0,
   };
 }

@@ -3,9 +3,10 @@ import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import { generate, parse, type NamedOption, type ParsedPacket } from 'coap-packet';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
-import { decodeManifest, encodeHeartbeat, encodeReport } from './coap-codec.js';
-import type { ReportWire } from './state.js';
-import { transportError, type DownloadSink, type HeartbeatWire, type Transport } from './transport.js';
+import { encodeBlockOption, MAX_BLOCK_BYTES, parseBlockOption, type BlockOption } from '../src/shared/wire/block2.js';
+import { decodeManifest, encodeHeartbeat, encodeReport } from '../src/shared/wire/cbor.js';
+import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
+import { transportError, type DownloadSink, type Transport } from './transport.js';
 
 // The device protocol over CoAP (RFC 7252) with CBOR bodies. node-coap's client gathers a
 // whole Block2 transfer in memory before it answers, which would neither bound memory nor
@@ -16,8 +17,6 @@ import { transportError, type DownloadSink, type HeartbeatWire, type Transport }
 const ACK_TIMEOUT_MS = 2000;
 const ACK_RANDOM_FACTOR = 1.5;
 const MAX_RETRANSMIT = 4;
-/** SZX 6: 1024-byte blocks, the largest a UDP datagram carries without fragmentation risk. */
-const BLOCK_SZX = 6;
 const CBOR_FORMAT = Buffer.from([60]);
 
 interface Exchange {
@@ -27,20 +26,12 @@ interface Exchange {
   acknowledged: boolean;
 }
 
-function uintOption(value: number): Buffer {
-  if (value === 0) return Buffer.alloc(0);
-  const bytes: number[] = [];
-  for (let v = value; v > 0; v = Math.floor(v / 256)) bytes.unshift(v & 0xff);
-  return Buffer.from(bytes);
-}
-
-function readBlock2(packet: ParsedPacket): { num: number; more: boolean; size: number } | undefined {
+function readBlock2(packet: ParsedPacket): BlockOption | undefined {
   const option = packet.options.find((o) => o.name === 'Block2');
   if (!option) return undefined;
-  const value = option.value.length === 0 ? 0 : option.value.readUIntBE(0, option.value.length);
-  const szx = value & 7;
-  if (szx === 7) throw new UpdaterError('AGENT_REQUEST_REFUSED', 'coap: the server answered with a BERT block size over UDP');
-  return { num: Math.floor(value / 16), more: (value & 8) !== 0, size: 2 ** (szx + 4) };
+  const block = parseBlockOption(option.value);
+  if (!block) throw new UpdaterError('AGENT_REQUEST_REFUSED', 'coap: the server answered a malformed Block2 option (or a BERT block size over UDP)');
+  return block;
 }
 
 export class CoapTransport implements Transport {
@@ -150,7 +141,11 @@ export class CoapTransport implements Transport {
   async heartbeat(body: HeartbeatWire, timeoutMs: number): Promise<unknown> {
     const response = await this.request('POST', '/heartbeat', [{ name: 'Content-Format', value: CBOR_FORMAT }], encodeHeartbeat(body), timeoutMs);
     if (response.code !== '2.05') this.refuse(response, 'heartbeat');
-    return decodeManifest(response.payload);
+    try {
+      return decodeManifest(response.payload);
+    } catch (err) {
+      throw new UpdaterError('AGENT_MANIFEST_INVALID', `the manifest ${(err as Error).message.replace(/^the (body|manifest) /, '')}`);
+    }
   }
 
   async report(report: ReportWire, timeoutMs: number): Promise<void> {
@@ -159,11 +154,11 @@ export class CoapTransport implements Transport {
   }
 
   async download(endpoint: string, offset: number, _expectedSize: number, sink: DownloadSink, signal: AbortSignal): Promise<void> {
-    let size = 2 ** (BLOCK_SZX + 4);
+    let size = MAX_BLOCK_BYTES;
     let num = Math.floor(offset / size);
     let begun = false;
     for (;;) {
-      const block2 = { name: 'Block2' as const, value: uintOption(num * 16 + Math.log2(size) - 4) };
+      const block2 = { name: 'Block2' as const, value: encodeBlockOption(num, false, size) };
       const response = await this.request('GET', endpoint, [block2], undefined, ACK_TIMEOUT_MS * 2 ** (MAX_RETRANSMIT + 1), signal);
       if (response.code !== '2.05') this.refuse(response, `GET ${endpoint}`);
       const block = readBlock2(response) ?? { num: 0, more: false, size: Math.max(response.payload.length, 1) };

@@ -5,8 +5,8 @@ import type { AgentConfig } from './config.js';
 import { Downloader } from './download.js';
 import type { Transports } from './failover.js';
 import type { SlotDir } from './slots.js';
-import type { AgentState, ReportWire, StateStore } from './state.js';
-import type { HeartbeatWire } from './transport.js';
+import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
+import type { AgentState, StateStore } from './state.js';
 
 /** What every phase of the agent works with; built once per process. */
 export interface AgentContext {

@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import { UpdaterError } from '../src/shared/errors.js';
-import { hashFile } from './hash-file.js';
+import { sha256File } from '../src/shared/hash.js';
 import { verifyManifest } from '../src/shared/signing.js';
 import { applyDelta, applyFull } from './apply.js';
 import { flushReports, heartbeatBody, nowSeconds, queueReport, type AgentContext } from './context.js';
@@ -31,7 +31,7 @@ export async function updateCycle(ctx: AgentContext): Promise<CycleOutcome> {
     return { kind: 'cooling-down', until: state.cooldownUntil };
   }
   const active = await slots.active();
-  const runningHash = (await hashFile(slots.path(active))).hash;
+  const runningHash = (await sha256File(slots.path(active))).hash;
 
   // 1. heartbeat
   const body = await heartbeatBody(ctx, runningHash, state.runningVersion);
@@ -69,7 +69,7 @@ async function install(ctx: AgentContext, update: SignedUpdate, active: SlotName
   }, ctx.transports);
   faultPoint('after-download');
   // 5. transfer hash, before any patch work
-  const received = await hashFile(transferPath);
+  const received = await sha256File(transferPath);
   if (received.hash !== update.transferHash) {
     await downloader.discard();
     throw new UpdaterError('AGENT_TRANSFER_HASH_MISMATCH', `the transfer hashes to ${received.hash}, not delta_hash ${update.transferHash}`);
@@ -82,7 +82,7 @@ async function install(ctx: AgentContext, update: SignedUpdate, active: SlotName
   else await applyFull(transferPath, targetPath);
   faultPoint('after-patch');
   // 7. the slot as written to disk, read back
-  const rebuilt = await hashFile(targetPath);
+  const rebuilt = await sha256File(targetPath);
   if (rebuilt.hash !== update.targetHash || rebuilt.size !== update.targetSize) {
     await rm(targetPath, { force: true });
     await downloader.discard();

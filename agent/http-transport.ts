@@ -1,6 +1,6 @@
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
-import type { ReportWire } from './state.js';
-import { transportError, type DownloadSink, type HeartbeatWire, type Transport } from './transport.js';
+import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
+import { transportError, type DownloadSink, type Transport } from './transport.js';
 
 // The device protocol over HTTP with JSON bodies; downloads resume with a Range header.
 

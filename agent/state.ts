@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fsyncDir, replaceFileDurably } from '../src/shared/durable-file.js';
 import { isSha256Hex } from '../src/shared/hash.js';
 import type { Logger } from '../src/shared/logger.js';
+import type { ReportWire } from '../src/shared/wire/keys.js';
 import { isSlotName, type SlotName } from './slots.js';
 
 // Everything the agent must remember across a crash or a restart lives in small JSON files
@@ -14,15 +15,6 @@ const STATE_FILE = '.agent-state.json';
 /** Targets rolled back on this device are remembered so the same update never loops. */
 const MAX_REMEMBERED_ROLLBACKS = 16;
 const MAX_UNSENT_REPORTS = 16;
-
-export interface ReportWire {
-  device_id: string;
-  previous_hash: string;
-  new_hash: string;
-  success: boolean;
-  rollback_reason?: string;
-  timestamp: number;
-}
 
 export interface AgentState {
   /** Epoch ms before which no update is attempted (a failed restart_command). */

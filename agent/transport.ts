@@ -1,18 +1,9 @@
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import type { TransportName } from './config.js';
-import type { ReportWire } from './state.js';
+import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
 
 // The agent talks to the server through this interface only, so HTTP and CoAP are
 // interchangeable and failover (spec 3.5) is written once, above the transports.
-
-export interface HeartbeatWire {
-  device_id: string;
-  version_hash: string;
-  hw_info: { arch: string; os: string; free_ram: number; free_disk: number };
-  timestamp: number;
-  version: string;
-  artifact?: string;
-}
 
 /** Where downloaded bytes go; the download module makes them durable. */
 export interface DownloadSink {

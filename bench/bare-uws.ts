@@ -1,6 +1,6 @@
 import { workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
-import { validateHeartbeat } from '../src/shared/device-messages.js';
+import { validateHeartbeat } from '../src/shared/wire/validate.js';
 import { listenInWorker } from './bare-worker.js';
 
 // The baseline for the heartbeat benchmark: a uWebSockets.js handler that reads the POST body

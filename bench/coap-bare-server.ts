@@ -1,6 +1,6 @@
 import coap, { type IncomingMessage, type OutgoingMessage } from 'coap';
-import { heartbeatFields } from '../src/actors/coap/codec.js';
-import { validateHeartbeat } from '../src/shared/device-messages.js';
+import { heartbeatFields } from '../src/shared/wire/cbor.js';
+import { validateHeartbeat } from '../src/shared/wire/validate.js';
 
 // The baseline of the CoAP benchmark: a bare node-coap server in its own process that does
 // what the front-end does for a heartbeat, minus the actor system: decode and validate the

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { generate } from 'coap-packet';
 import { stringify } from 'yaml';
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../src/actors/coap/codec.js';
+import { encodeHeartbeat } from '../src/shared/wire/cbor.js';
 import { writePrivateKeyFile } from '../src/shared/signing.js';
 import { freeUdpPort } from '../test/helpers/coap.js';
 import { freePort } from '../test/helpers/fixture.js';
@@ -167,7 +167,7 @@ function heartbeatFields(versionHash: string): Record<string, unknown> {
 }
 
 function heartbeatCbor(versionHash: string): Buffer {
-  return encodeWithIntegerKeys(heartbeatFields(versionHash), HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
+  return encodeHeartbeat(heartbeatFields(versionHash));
 }
 
 function heartbeatDatagram(versionHash: string): Buffer {

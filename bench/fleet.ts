@@ -2,8 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate } from 'coap-packet';
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../src/actors/coap/codec.js';
-import * as q from '../src/actors/fleet/queries.js';
+import { encodeHeartbeat } from '../src/shared/wire/cbor.js';
+import * as q from '../src/shared/database/fleet-queries.js';
 import type { HeartbeatRecord } from '../src/messages/fleet.js';
 import { openDatabase } from '../src/shared/database/connect.js';
 import type { Engine } from '../src/shared/database/schema.js';
@@ -195,7 +195,7 @@ async function writeCyclingScript(dir: string, hash: string): Promise<string> {
 }
 
 function coapTemplate(hash: string): Buffer {
-  const payload = encodeWithIntegerKeys({ device_id: `bench-${'0'.repeat(ID_DIGITS)}`, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 1 << 28, free_disk: 1 << 30 }, timestamp: 1_800_000_000, artifact: 'app' }, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
+  const payload = encodeHeartbeat({ device_id: `bench-${'0'.repeat(ID_DIGITS)}`, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 1 << 28, free_disk: 1 << 30 }, timestamp: 1_800_000_000, artifact: 'app' });
   return generate({
     code: 'POST', confirmable: true, messageId: 1, token: Buffer.alloc(4),
     options: [{ name: 'Uri-Path', value: Buffer.from('heartbeat') }, { name: 'Content-Format', value: Buffer.from([60]) }],

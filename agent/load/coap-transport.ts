@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import coap from 'coap';
 import type { Manifest } from '../../src/messages/manifester.js';
-import { decodeManifest } from '../../src/actors/coap/codec.js';
+import { decodeManifest } from '../../src/shared/wire/cbor.js';
 import type { HeartbeatAnswer } from './http-transport.js';
 
 // The harness's CoAP client: node-coap over one UDP socket (its Agent), confirmable requests

@@ -1,4 +1,4 @@
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
+import { encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 import { CoapLoadClient } from './coap-transport.js';
 import { buildFleet, discoverTracks, heartbeatFields, reportFields, type Device } from './fleet.js';
 import { HttpLoadClient } from './http-transport.js';
@@ -93,7 +93,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     try {
       const fields = heartbeatFields(device);
       const answer = await withTimeout(device.transport === 'coap'
-        ? coap!.heartbeat(encodeWithIntegerKeys(fields, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }))
+        ? coap!.heartbeat(encodeHeartbeat(fields))
         : http.heartbeat(JSON.stringify(fields)), HEARTBEAT_DEADLINE_MS, `${device.transport}_heartbeat_timeout`);
       stats.recordLatency(performance.now() - started);
       stats.heartbeats++;
@@ -138,7 +138,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     stats.requests++;
     const fields = reportFields(device, previous, target, success);
     const status = await withTimeout(device.transport === 'coap'
-      ? coap!.report(encodeWithIntegerKeys(fields, REPORT_KEYS))
+      ? coap!.report(encodeReport(fields))
       : http.report(JSON.stringify(fields)), HEARTBEAT_DEADLINE_MS, `${device.transport}_report_timeout`);
     if (status !== 204) return stats.error(`${device.transport}_report_${status}`);
     stats.reports++;

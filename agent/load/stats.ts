@@ -1,7 +1,8 @@
-// Counters and a latency record for the load harness. Latencies are kept as raw samples up
-// to a cap (a 60 s run at 10k/s is 600k floats, 2.4 MB) and sorted once for percentiles.
+import { build, type Histogram } from 'hdr-histogram-js';
 
-const MAX_SAMPLES = 2_000_000;
+// Counters and a latency record for the load harness. Latencies go into an HDR histogram
+// (microseconds, 3 significant digits): a few tens of kilobytes however long the run,
+// where raw samples would need a buffer sized for the longest run.
 
 export class LoadStats {
   readonly started = performance.now();
@@ -15,18 +16,10 @@ export class LoadStats {
   reports = 0;
   readonly errors = new Map<string, number>();
   readonly outcomes = new Map<string, number>();
-  private readonly samples = new Float32Array(MAX_SAMPLES);
-  private sampleCount = 0;
-  private seen = 0;
+  private readonly latencyUs: Histogram = build({ lowestDiscernibleValue: 1, numberOfSignificantValueDigits: 3 });
 
   recordLatency(ms: number): void {
-    this.seen++;
-    if (this.sampleCount < MAX_SAMPLES) this.samples[this.sampleCount++] = ms;
-    else {
-      // Reservoir sampling keeps the percentiles fair past the cap.
-      const slot = Math.floor(Math.random() * this.seen);
-      if (slot < MAX_SAMPLES) this.samples[slot] = ms;
-    }
+    this.latencyUs.recordValue(Math.max(1, Math.round(ms * 1000)));
   }
 
   error(kind: string): void {
@@ -43,10 +36,12 @@ export class LoadStats {
     return n;
   }
 
+  /** Latency percentiles in milliseconds; all 0 before the first sample. */
   percentiles(): { p50: number; p99: number; p999: number; max: number } {
-    const sorted = this.samples.slice(0, this.sampleCount).sort();
-    const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : 0);
-    return { p50: at(0.5), p99: at(0.99), p999: at(0.999), max: sorted.length ? sorted[sorted.length - 1]! : 0 };
+    const h = this.latencyUs;
+    if (h.totalCount === 0) return { p50: 0, p99: 0, p999: 0, max: 0 };
+    const ms = (us: number) => us / 1000;
+    return { p50: ms(h.getValueAtPercentile(50)), p99: ms(h.getValueAtPercentile(99)), p999: ms(h.getValueAtPercentile(99.9)), max: ms(h.maxValue) };
   }
 
   elapsedSeconds(): number {

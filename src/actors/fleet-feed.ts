@@ -1,7 +1,7 @@
 import { Counter } from 'prom-client';
-import type { FleetApi, FleetBatch, HeartbeatRecord, ReportRecord } from '../messages/fleet.js';
+import type { FleetBatch, HeartbeatRecord, ReportRecord } from '../messages/fleet.js';
 import type { HeartbeatRequest } from '../messages/manifester.js';
-import type { HeartbeatFields, UpdateReport } from '../shared/device-messages.js';
+import type { HeartbeatFields, UpdateReport } from '../shared/wire/validate.js';
 import type { ActorContext } from './runtime.js';
 
 // What a front-end hands the fleet actor, after the device has its answer: records gathered
@@ -83,7 +83,7 @@ export class FleetFeed {
 
 /** The feed of a front-end: to the fleet actor, or nowhere when the inventory is turned off. */
 export function fleetFeedFor(ctx: ActorContext): FleetFeed {
-  const feed = new FleetFeed(ctx.config.fleet.enabled ? (batch) => ctx.peer<FleetApi>('fleet').record(batch) : undefined);
+  const feed = new FleetFeed(ctx.config.fleet.enabled ? (batch) => ctx.peer('fleet').record(batch) : undefined);
   new Counter({
     name: 'updater_fleet_feed_lost_total',
     help: 'Inventory records a front-end could not hand to the fleet actor (restarting, or 20,000 queued)',

@@ -1,27 +1,28 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { Registry } from 'prom-client';
 import type { ActorName, ActorToSupervisor, ActorWorkerData, ControlApi, PeerName, SupervisorToActor } from '../messages/lifecycle.js';
+import { PEER_DEADLINES_MS, type Peer, type PeerApis } from '../messages/peers.js';
 import type { Config } from '../shared/config/types.js';
 import { UpdaterError, serializeError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { exposeOn, releaseRemote, withDeadline, wrapPort, type Remote } from '../shared/rpc.js';
+import { exposeOn, releaseRemote, withDeadlines, wrapPort, type Remote } from '../shared/rpc.js';
 
 // The actor side of the supervisor protocol: receives its ports, exposes its API on every
 // port peers call it through, keeps one proxy per peer it calls (replaced when the supervisor
 // reconnects a restarted peer), and says Ready only once its async setup has finished.
-
-/** Default deadline of a cross-actor call. */
-export const CALL_DEADLINE_MS = 10_000;
 
 export interface ActorContext {
   readonly name: ActorName;
   readonly config: Config;
   readonly log: Logger;
   readonly registry: Registry;
-  /** The current proxy to a peer; throws ACTOR_UNAVAILABLE while none is connected. */
-  peer<T>(name: PeerName): Remote<T>;
-  /** Calls a peer with a deadline. */
-  call<T, R>(name: PeerName, fn: (remote: Remote<T>) => Promise<R>, deadlineMs?: number): Promise<R>;
+  /**
+   * The current proxy to a peer, each method bounded by the deadline its API states
+   * (src/messages/<peer>.ts); throws ACTOR_UNAVAILABLE while none is connected.
+   */
+  peer<P extends PeerName>(name: P): Peer<PeerApis[P]>;
+  /** Calls a peer; rejects with ACTOR_UNAVAILABLE while it is not connected, ACTOR_TIMEOUT past the deadline. */
+  call<P extends PeerName, R>(name: P, fn: (peer: Peer<PeerApis[P]>) => Promise<R>): Promise<R>;
   /** Runs `listener` each time the supervisor connects (or reconnects) a peer. */
   onPeerConnected(listener: (peer: PeerName) => void): void;
 }
@@ -32,15 +33,16 @@ export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) 
   if (!parentPort) throw new Error('an actor must run in a worker thread');
   const data = workerData as ActorWorkerData;
   const log = createLogger(data.actor, data.logLevel);
-  const peers = new Map<PeerName, Remote<unknown>>();
+  const peers = new Map<PeerName, { remote: Remote<unknown>; peer: unknown }>();
   const listeners: ((peer: PeerName) => void)[] = [];
   const servePorts: MessagePort[] = [...data.serves];
   let api: Api | undefined;
 
   const connect = (peer: PeerName, port: MessagePort) => {
     const old = peers.get(peer);
-    if (old) releaseRemote(old);
-    peers.set(peer, wrapPort(port));
+    if (old) releaseRemote(old.remote);
+    const remote = wrapPort(port);
+    peers.set(peer, { remote, peer: withDeadlines(remote, PEER_DEADLINES_MS[peer] as Record<string, number>, peer) });
     for (const listener of listeners) listener(peer);
   };
   for (const { peer, port } of data.links) connect(peer, port);
@@ -58,13 +60,18 @@ export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) 
     config: data.config,
     log,
     registry: new Registry(),
-    peer<T>(name: PeerName): Remote<T> {
-      const remote = peers.get(name);
-      if (!remote) throw new UpdaterError('ACTOR_UNAVAILABLE', `${name} is not connected`);
-      return remote as Remote<T>;
+    peer<P extends PeerName>(name: P): Peer<PeerApis[P]> {
+      const connected = peers.get(name);
+      if (!connected) throw new UpdaterError('ACTOR_UNAVAILABLE', `${name} is not connected`);
+      // The one cast: the facade was built from this peer's own deadline table.
+      return connected.peer as Peer<PeerApis[P]>;
     },
-    call<T, R>(name: PeerName, fn: (remote: Remote<T>) => Promise<R>, deadlineMs = CALL_DEADLINE_MS): Promise<R> {
-      return withDeadline(fn(ctx.peer<T>(name)), deadlineMs, name);
+    call<P extends PeerName, R>(name: P, fn: (peer: Peer<PeerApis[P]>) => Promise<R>): Promise<R> {
+      try {
+        return fn(ctx.peer(name));
+      } catch (err) {
+        return Promise.reject(err);
+      }
     },
     onPeerConnected(listener) {
       listeners.push(listener);

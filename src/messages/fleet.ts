@@ -1,4 +1,4 @@
-import type { ControlApi } from './lifecycle.js';
+import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
 
 // The fleet actor's API: the inventory write path (fed by both front-ends, after they have
 // answered), the admin reads of interface.md, and the rollout health counts.
@@ -128,5 +128,15 @@ export interface FleetApi extends ControlApi {
   flush(): Promise<void>;
 }
 
-/** Deadlines of the fleet calls. */
-export const FLEET_DEADLINES_MS = { record: 5_000, read: 10_000, rolloutHealth: 10_000, flush: 30_000 } as const;
+export const FLEET_DEADLINES_MS = {
+  ...CONTROL_DEADLINES_MS,
+  /** Fire-and-forget from the front-ends; the deadline only bounds a lost message. */
+  record: 5_000,
+  listDevices: 10_000,
+  device: 10_000,
+  summary: 10_000,
+  recentReports: 10_000,
+  /** Flushes what is buffered first. */
+  rolloutHealth: 10_000,
+  flush: 30_000,
+} as const satisfies Deadlines<FleetApi>;

@@ -2,6 +2,9 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Config } from '../shared/config/types.js';
 import type { SerializedError } from '../shared/errors.js';
 import type { LogLevel } from '../shared/logger.js';
+import type { Deadlines } from '../shared/rpc.js';
+
+export type { Deadlines } from '../shared/rpc.js';
 
 // The supervisor ↔ actor lifecycle protocol, carried on each worker's parentPort. Actor APIs
 // themselves travel over comlink on dedicated MessagePorts, one port per caller → callee link.
@@ -35,3 +38,10 @@ export interface ControlApi {
   /** Stop taking new work, finish what is under way, release resources. */
   drain(): Promise<void>;
 }
+
+export const CONTROL_DEADLINES_MS = {
+  metrics: 2_000,
+  setLogLevel: 2_000,
+  /** Drain in reverse order: stop taking requests first, then let work under way finish. */
+  drain: 20_000,
+} as const satisfies Deadlines<ControlApi>;

@@ -1,6 +1,7 @@
 import type { SerializedError } from '../shared/errors.js';
 import type { RolloutPlan } from '../shared/rollout-plan.js';
-import type { ControlApi } from './lifecycle.js';
+import type { ManifestWire } from '../shared/wire/keys.js';
+import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
 /** What a front-end extracts from a validated heartbeat. */
@@ -11,22 +12,8 @@ export interface HeartbeatRequest {
   readonly artifact: string;
 }
 
-/** ManifestResponse with the JSON keys of interface.md; optional keys are left out when empty. */
-export interface Manifest {
-  update_available: boolean;
-  target_version: string;
-  target_hash: string;
-  target_size: number;
-  delta_size: number;
-  delta_hash: string;
-  chunk_size: number;
-  total_chunks: number;
-  signature?: string;
-  delta_endpoint?: string;
-  binary_endpoint?: string;
-  retry_after?: number;
-  artifact: string;
-}
+/** ManifestResponse with the JSON keys of the device protocol (src/shared/wire/keys.ts). */
+export type Manifest = ManifestWire;
 
 export interface HealthView {
   status: 'ok';
@@ -154,3 +141,23 @@ export interface TrackAdminApi {
   /** The rollout of a track; null when it has none or is not a track (any more). */
   rolloutOf(artifact: string): Promise<RolloutView | null>;
 }
+
+export const MANIFESTER_DEADLINES_MS = {
+  ...CONTROL_DEADLINES_MS,
+  /** A heartbeat answer is on the device's critical path; anything slower is an outage. */
+  heartbeats: 5_000,
+  heartbeatsJson: 5_000,
+  health: 5_000,
+  /** Asked by the retention sweeper, which is in no hurry. */
+  references: 5 * 60_000,
+  storeEvent: 2_000,
+  listTracks: 10_000,
+  /** Publishing streams a whole binary into the store; a large image on a slow disk takes minutes. */
+  publishTrack: 15 * 60_000,
+  deleteTrack: 10_000,
+  setDefaultTrack: 10_000,
+  /** A reload of everything reads every track's binary, one after another. */
+  reloadTracks: 60 * 60_000,
+  controlRollout: 10_000,
+  rolloutOf: 10_000,
+} as const satisfies Deadlines<ManifesterApi>;

@@ -1,4 +1,4 @@
-import type { ControlApi } from './lifecycle.js';
+import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 
 export type TransferKind = 'delta' | 'full';
 
@@ -92,3 +92,22 @@ export interface StoreKeeperApi extends ControlApi {
    */
   remove(request: RemovalRequest): Promise<RemovalResult>;
 }
+
+export const STORE_KEEPER_DEADLINES_MS = {
+  ...CONTROL_DEADLINES_MS,
+  /** Registering a binary streams it into the store; large images take a while. */
+  registerBinary: 10 * 60_000,
+  /** A generation can take minutes; this only bounds how long a lost request is remembered. */
+  ensureFull: 60 * 60_000,
+  ensureDelta: 60 * 60_000,
+  /** Checks a whole binary's hash before it is indexed. */
+  adoptBinary: 10 * 60_000,
+  snapshot: 60_000,
+  /** Asked by GET /health, which a load balancer polls. */
+  condition: 5_000,
+  /** On a download's path. */
+  locate: 5_000,
+  /** The sweeper's calls list or delete many files. */
+  inventory: 5 * 60_000,
+  remove: 5 * 60_000,
+} as const satisfies Deadlines<StoreKeeperApi>;

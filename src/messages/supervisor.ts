@@ -1,5 +1,5 @@
 import type { LogLevel } from '../shared/logger.js';
-import type { ActorName } from './lifecycle.js';
+import type { ActorName, Deadlines } from './lifecycle.js';
 
 /** What actors may ask of the supervisor. */
 export interface SupervisorApi {
@@ -11,3 +11,9 @@ export interface SupervisorApi {
    */
   setLogLevel(level: LogLevel): Promise<{ level: LogLevel; applied: ('supervisor' | ActorName)[] }>;
 }
+
+export const SUPERVISOR_DEADLINES_MS = {
+  /** A scrape: anything slower is an outage of the metrics endpoint. */
+  metricsText: 5_000,
+  setLogLevel: 10_000,
+} as const satisfies Deadlines<SupervisorApi>;

@@ -1,4 +1,4 @@
-import type { ControlApi } from './lifecycle.js';
+import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 
 /** What one retention sweep removed (the answer of POST /admin/gc). */
 export interface SweepResult {
@@ -13,3 +13,9 @@ export interface SweeperApi extends ControlApi {
   /** Runs a sweep now (or joins the one under way) and answers what it removed. */
   sweep(): Promise<SweepResult>;
 }
+
+export const SWEEPER_DEADLINES_MS = {
+  ...CONTROL_DEADLINES_MS,
+  /** A sweep of a large store lists and deletes many files. */
+  sweep: 30 * 60_000,
+} as const satisfies Deadlines<SweeperApi>;

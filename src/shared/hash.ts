@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { UpdaterError } from './errors.js';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -20,13 +20,27 @@ export function sha256(data: Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Hashes a file by streaming it, so a large binary is never held in memory. */
+const READ_BYTES = 1024 * 1024;
+
+/**
+ * SHA-256 and size of a file, read through one reused 1 MiB buffer. A read stream would
+ * allocate a fresh buffer per chunk, and the garbage collector frees them late enough that
+ * peak memory grew with the size of the file hashed (which matters most on a device).
+ */
 export async function sha256File(path: string): Promise<{ hash: string; size: number }> {
-  const hasher = createHash('sha256');
-  let size = 0;
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
-    hasher.update(chunk as Buffer);
-    size += (chunk as Buffer).length;
+  const handle = await open(path, 'r');
+  try {
+    const hasher = createHash('sha256');
+    const buffer = Buffer.allocUnsafe(READ_BYTES);
+    let size = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, READ_BYTES, null);
+      if (bytesRead === 0) break;
+      hasher.update(buffer.subarray(0, bytesRead));
+      size += bytesRead;
+    }
+    return { hash: hasher.digest('hex'), size };
+  } finally {
+    await handle.close();
   }
-  return { hash: hasher.digest('hex'), size };
 }

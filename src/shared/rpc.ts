@@ -48,4 +48,31 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** The methods of an API (what a peer may call). */
+export type MethodsOf<Api> = { [K in keyof Api]-?: Api[K] extends (...args: never[]) => unknown ? K : never }[keyof Api];
+
+/**
+ * How long a caller waits for each call of an API, in milliseconds: stated once, beside the
+ * API in src/messages/<actor>.ts, for every method (the compiler refuses a table that misses
+ * one). A call that takes longer rejects with ACTOR_TIMEOUT.
+ */
+export type Deadlines<Api> = { readonly [K in MethodsOf<Api>]: number };
+
+/** A peer as a caller sees it: each method answers a promise that rejects after its deadline. */
+export type Peer<Api> = {
+  readonly [K in MethodsOf<Api>]: Api[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : never;
+};
+
+/**
+ * A remote whose every method rejects with ACTOR_TIMEOUT after its own deadline. Built once
+ * per connection: one function per method, so a call costs no more than before.
+ */
+export function withDeadlines<Api>(remote: Remote<Api>, deadlines: Deadlines<Api>, who: string): Peer<Api> {
+  const methods = remote as unknown as Record<string, (...args: unknown[]) => unknown>;
+  return Object.fromEntries(Object.entries(deadlines as Record<string, number>).map(([method, ms]) => {
+    const what = `${who} ${method}`;
+    return [method, (...args: unknown[]) => withDeadline(Promise.resolve(methods[method]!(...args)), ms, what)];
+  })) as Peer<Api>;
+}
+
 export { Comlink };

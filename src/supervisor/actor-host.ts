@@ -1,7 +1,7 @@
 import { Worker, type MessagePort } from 'node:worker_threads';
-import type { ActorName, ActorToSupervisor, ActorWorkerData, ControlApi, SupervisorToActor } from '../messages/lifecycle.js';
+import { CONTROL_DEADLINES_MS, type ActorName, type ActorToSupervisor, type ActorWorkerData, type ControlApi, type SupervisorToActor } from '../messages/lifecycle.js';
 import { UpdaterError, deserializeError } from '../shared/errors.js';
-import { wrapPort, releaseRemote, type Remote } from '../shared/rpc.js';
+import { wrapPort, releaseRemote, withDeadlines, type Peer, type Remote } from '../shared/rpc.js';
 
 /** How long each actor may take to say Ready (its async setup). */
 export const READY_DEADLINE_MS: Record<ActorName, number> = {
@@ -35,7 +35,9 @@ export function actorFile(name: ActorName): URL {
 /** One actor's worker thread: started with a Ready handshake, watched for unexpected exits. */
 export class ActorHost {
   worker: Worker | undefined;
-  control: Remote<ControlApi> | undefined;
+  /** The actor's control API, each call bounded by CONTROL_DEADLINES_MS. */
+  control: Peer<ControlApi> | undefined;
+  private controlRemote: Remote<ControlApi> | undefined;
   ready = false;
   /** Set by the supervisor before it ends a worker on purpose. */
   stopping = false;
@@ -47,7 +49,8 @@ export class ActorHost {
     this.stopping = false;
     const worker = new Worker(actorFile(this.name), { workerData: data, transferList: transfer as never[], resourceLimits: ACTOR_HEAP_LIMITS });
     this.worker = worker;
-    this.control = wrapPort<ControlApi>(controlPort);
+    this.controlRemote = wrapPort<ControlApi>(controlPort);
+    this.control = withDeadlines(this.controlRemote, CONTROL_DEADLINES_MS, this.name);
     const deadline = READY_DEADLINE_MS[this.name];
     try {
       await new Promise<void>((resolve, reject) => {
@@ -78,8 +81,9 @@ export class ActorHost {
     worker.on('error', () => undefined); // reported through 'exit'; logged by the actor itself
     worker.once('exit', (code) => {
       this.ready = false;
-      if (this.control) releaseRemote(this.control);
+      if (this.controlRemote) releaseRemote(this.controlRemote);
       this.control = undefined;
+      this.controlRemote = undefined;
       if (!this.stopping) this.onExit(this, code);
     });
   }

@@ -4,7 +4,7 @@ import type { SupervisorApi } from '../messages/supervisor.js';
 import type { Config } from '../shared/config/types.js';
 import { UpdaterError } from '../shared/errors.js';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../shared/logger.js';
-import { exposeOn, withDeadline } from '../shared/rpc.js';
+import { exposeOn } from '../shared/rpc.js';
 import { ActorHost } from './actor-host.js';
 import { SupervisorMetrics } from './metrics.js';
 import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.js';
@@ -47,10 +47,9 @@ function actorsFor(config: Config): readonly ActorName[] {
   return ACTORS.filter((name) => (name !== 'coap' || config.listen.coap !== undefined) && (name !== 'fleet' || config.fleet.enabled));
 }
 
-/** Drain in reverse order: stop taking requests first, then let work under way finish. */
-const DRAIN_DEADLINE_MS = 20_000;
-const METRICS_DEADLINE_MS = 2_000;
-const CONTROL_DEADLINE_MS = 2_000;
+// Control calls (drain, metrics, setLogLevel) carry the deadlines of CONTROL_DEADLINES_MS
+// (src/messages/lifecycle.ts); drain goes in reverse order: stop taking requests first, then
+// let work under way finish.
 
 export interface ServerOptions {
   restartPolicy?: RestartPolicy;
@@ -99,7 +98,7 @@ export class Supervisor {
       if (!host?.ready || !host.control) continue;
       host.stopping = true;
       try {
-        await withDeadline(host.control.drain(), DRAIN_DEADLINE_MS, `${name} drain`);
+        await host.control.drain();
       } catch (err) {
         this.log.warn({ err, actor: name }, 'actor did not drain in time');
       }
@@ -160,7 +159,7 @@ export class Supervisor {
     return {
       metricsText: async () => {
         const running = [...this.hosts.values()].filter((h) => h.ready && h.control);
-        const results = await Promise.allSettled(running.map((h) => withDeadline(h.control!.metrics(), METRICS_DEADLINE_MS, `${h.name} metrics`)));
+        const results = await Promise.allSettled(running.map((h) => h.control!.metrics()));
         return this.metrics.render(results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
       },
       setLogLevel: async (level) => {
@@ -169,7 +168,7 @@ export class Supervisor {
         this.logLevel = level;
         this.log.level = level;
         const running = [...this.hosts.values()].filter((h) => h.ready && h.control);
-        const results = await Promise.allSettled(running.map((h) => withDeadline(Promise.resolve(h.control!.setLogLevel(level)), CONTROL_DEADLINE_MS, `${h.name} setLogLevel`)));
+        const results = await Promise.allSettled(running.map((h) => h.control!.setLogLevel(level)));
         const applied = running.filter((_, i) => results[i]!.status === 'fulfilled').map((h) => h.name);
         this.log.info({ level, applied }, 'log level changed');
         return { level, applied: ['supervisor' as const, ...applied] };

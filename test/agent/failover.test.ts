@@ -2,7 +2,7 @@ import t from 'tap';
 import pino from 'pino';
 import { Transports } from '../../agent/failover.js';
 import { HttpTransport } from '../../agent/http-transport.js';
-import type { HeartbeatWire } from '../../agent/transport.js';
+import type { HeartbeatWire } from '../../src/shared/wire/keys.js';
 import { startUpdateWorld } from '../helpers/agent.js';
 import { freePort } from '../helpers/fixture.js';
 import { startProxy } from '../helpers/proxy.js';

@@ -32,7 +32,7 @@ t.test('reads throughput, latency percentiles and every kind of failed request f
 });
 
 t.test('converts microsecond latencies and reports a clean run as error-free', async (t) => {
-  const clean = WRK_OUTPUT.replace('     50%    3.64ms', '     50%  830.00us').replace(/  Non-2xx.*\n  Socket errors.*\n/, '');
+  const clean = WRK_OUTPUT.replace('     50%    3.64ms', '     50%  830.00us').replace(/ {2}Non-2xx.*\n {2}Socket errors.*\n/, '');
   const result = parseWrkOutput(clean);
   t.equal(result.latencyP50Ms, 0.83);
   t.equal(result.errors, 0);

@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import t from 'tap';
-import type { Page } from 'playwright-core';
 import { adminCall, eventually } from '../helpers/admin.js';
 import { openBrowser, tabTo } from '../helpers/browser.js';
 import { ADMIN_TOKEN, firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';

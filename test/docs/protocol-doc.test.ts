@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import t from 'tap';
-import { HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
+import { HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS } from '../../src/shared/wire/keys.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { protocolExamples } from './protocol-examples.js';
 
@@ -46,7 +46,7 @@ t.test('the CBOR key tables are the codec\'s', async (t) => {
   const doc = await readDoc('docs/protocol.md');
   const tableUnder = (heading: string) => {
     const section = doc.slice(doc.indexOf(`\n### ${heading}`) + 1).split(/\n#{2,3} /)[0]!;
-    return Object.fromEntries([...section.matchAll(/^\| [^|]+ \| `([a-z_]+)` \| (\d+) \|/gm)].map((m) => [Number(m[2]), m[1]]));
+    return Object.fromEntries([...section.matchAll(/^\| [^|]+ \| `([a-z_]+)` \| (\d+) \|/gm)].map((m) => [m[1], Number(m[2])]));
   };
   t.same(tableUnder('Heartbeat'), HEARTBEAT_KEYS, 'heartbeat');
   t.same(tableUnder('hw_info'), HW_INFO_KEYS, 'hw_info');

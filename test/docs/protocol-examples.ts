@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { encodeManifest, encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
-import { encodeBlockOption } from '../../src/actors/coap/block2.js';
+import { encodeBlockOption } from '../../src/shared/wire/block2.js';
+import { encodeHeartbeat, encodeManifest, encodeReport } from '../../src/shared/wire/cbor.js';
 import { SignedManifests, FULL } from '../../src/actors/manifester/signer.js';
 import type { Manifest } from '../../src/messages/manifester.js';
 import { requestDatagram } from '../helpers/coap.js';
@@ -62,17 +62,17 @@ export function protocolExamples(): Record<string, string> {
     pending_json: JSON.stringify(pending),
     full_json: JSON.stringify(full),
     report_json: JSON.stringify(report),
-    heartbeat_cbor: encodeWithIntegerKeys(heartbeat, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }).toString('hex'),
+    heartbeat_cbor: encodeHeartbeat(heartbeat).toString('hex'),
     manifest_cbor: encodeManifest(coapManifest).toString('hex'),
     heartbeat_datagram: requestDatagram({
       method: 'POST', path: '/heartbeat', contentFormat: 60, confirmable: true, messageId: 0x1234, token: Buffer.from('a1b2c3d4', 'hex'),
-      payload: encodeWithIntegerKeys(heartbeat, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }),
+      payload: encodeHeartbeat(heartbeat),
     }).toString('hex'),
     block_datagram: requestDatagram({
       method: 'GET', path: `/delta/${running}/${target}`, block2: encodeBlockOption(5, false, 1024), confirmable: true,
       messageId: 0x1235, token: Buffer.from('a1b2c3d5', 'hex'),
     }).toString('hex'),
-    report_cbor: encodeWithIntegerKeys(report, REPORT_KEYS).toString('hex'),
+    report_cbor: encodeReport(report).toString('hex'),
     block2_ask_0_1024: encodeBlockOption(0, false, 1024).toString('hex'),
     block2_answer_0_more_1024: encodeBlockOption(0, true, 1024).toString('hex'),
     block2_ask_5_1024: encodeBlockOption(5, false, 1024).toString('hex'),

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createServer, type IncomingMessage, type OutgoingMessage, type Server } from 'coap';
-import { CBOR_KEYS, cborDecoder, cborEncoder } from '../../agent/coap-codec.js';
+import { encodeManifest, heartbeatFields, reportFields } from '../../src/shared/wire/cbor.js';
 
 // A CoAP front on 127.0.0.1 for agent tests, translating to the real server's HTTP API:
 // CBOR bodies with the integer keys of interface.md, Block2 downloads served by node-coap's
@@ -12,19 +12,6 @@ export interface CoapBridge {
   readonly requests: Array<{ method: string; url: string; block2?: number }>;
   reports: any[];
   close(): Promise<void>;
-}
-
-function fromIntKeys(map: unknown, keys: Record<string, number>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (!(map instanceof Map)) return out;
-  for (const [name, key] of Object.entries(keys)) if (map.has(key)) out[name] = map.get(key);
-  return out;
-}
-
-function toIntKeys(value: Record<string, unknown>, keys: Record<string, number>): Map<number, unknown> {
-  const map = new Map<number, unknown>();
-  for (const [name, key] of Object.entries(keys)) if (value[name] !== undefined) map.set(key, value[name]);
-  return map;
 }
 
 export async function startCoapBridge(httpUrl: string): Promise<CoapBridge> {
@@ -41,12 +28,11 @@ export async function startCoapBridge(httpUrl: string): Promise<CoapBridge> {
     const block2 = (req._packet.options ?? []).find((o) => o.name === 'Block2')?.value as Buffer | undefined;
     bridge.requests.push({ method: req.method, url: req.url, ...(block2 ? { block2: block2.length ? block2.readUIntBE(0, block2.length) >> 4 : 0 } : {}) });
     if (req.method === 'POST' && (req.url === '/heartbeat' || req.url === '/report')) {
-      const decoded = cborDecoder.decode(req.payload);
       const isHeartbeat = req.url === '/heartbeat';
-      const body = fromIntKeys(decoded, isHeartbeat ? CBOR_KEYS.heartbeat : CBOR_KEYS.report);
-      if (isHeartbeat) body.hw_info = fromIntKeys(body.hw_info, CBOR_KEYS.hwInfo);
-      else bridge.reports.push(body);
-      const response = await fetch(`${httpUrl}${req.url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      // Integers above 2^32 travel as CBOR uint64 and decode as BigInt, which JSON cannot carry.
+      const body = (isHeartbeat ? heartbeatFields : reportFields)(req.payload);
+      if (!isHeartbeat) bridge.reports.push(body);
+      const response = await fetch(`${httpUrl}${req.url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? Number(value) : value)) });
       const text = await response.text();
       if (!isHeartbeat) {
         res.code = response.status < 300 ? '2.04' : '4.00';
@@ -60,7 +46,7 @@ export async function startCoapBridge(httpUrl: string): Promise<CoapBridge> {
       }
       res.code = '2.05';
       res.setOption('Content-Format', 'application/cbor');
-      res.end(cborEncoder.encode(toIntKeys(JSON.parse(text), CBOR_KEYS.manifest)));
+      res.end(encodeManifest(JSON.parse(text)));
       return;
     }
     if (req.method === 'GET' && /^\/(delta|binary)\//.test(req.url)) {

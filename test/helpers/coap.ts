@@ -2,7 +2,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { generate, parse, type ParsedPacket } from 'coap-packet';
 import type { Fixture } from './fixture.js';
 import { startTestServer, type ArtifactEntry, type TestServer } from './server.js';
-import { decodeManifest, encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
+import { decodeManifest, encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 
 // A raw CoAP client over one UDP socket: exact control of message ids, tokens, options and
 // bytes, which node-coap's agent hides (it retransmits, reassembles blocks and converts options).
@@ -146,7 +146,7 @@ export class CoapClient {
   }
 
   report(fields: Record<string, unknown>): Promise<CoapResponse> {
-    return this.request({ method: 'POST', path: '/report', payload: encodeWithIntegerKeys(fields, REPORT_KEYS), contentFormat: 60 });
+    return this.request({ method: 'POST', path: '/report', payload: encodeReport(fields), contentFormat: 60 });
   }
 
   /** Fetches a whole transfer block by block with `size`-byte blocks, from block `from`. */
@@ -169,7 +169,7 @@ export class CoapClient {
 
 /** The same heartbeat as test/helpers/http.ts sends, in CBOR with integer keys. */
 export function heartbeatCbor(versionHash: string, artifact?: string): Buffer {
-  return encodeWithIntegerKeys(heartbeatFieldsFor(versionHash, artifact), HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
+  return encodeHeartbeat(heartbeatFieldsFor(versionHash, artifact));
 }
 
 export function heartbeatFieldsFor(versionHash: string, artifact?: string): Record<string, unknown> {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { OBSERVE_POST, coapPing, garbageDatagram, hostileCborBodies } from '../../agent/load/hostile.js';
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS } from '../../src/actors/coap/codec.js';
-import { MAX_DEVICE_BODY_BYTES } from '../../src/shared/device-messages.js';
+import { encodeHeartbeat } from '../../src/shared/wire/cbor.js';
+import { MAX_DEVICE_BODY_BYTES } from '../../src/shared/wire/validate.js';
 import { CoapClient, heartbeatCbor, requestDatagram, startCoapTestServer } from '../helpers/coap.js';
 import { firmware, makeFixture } from '../helpers/fixture.js';
 import { getBytes, metricValue } from '../helpers/http.js';
@@ -34,7 +34,7 @@ t.test('hostile input over CoAP', async (t) => {
 
   await t.test('truncated CBOR, a huge declared array, deep nesting and a non-map are 4.00', async (t) => {
     const whole = heartbeatCbor(v2.hash);
-    const bodies = hostileCborBodies(whole, encodeWithIntegerKeys({ device_id: { a: { b: { c: { d: 1 } } } } }, HEARTBEAT_KEYS));
+    const bodies = hostileCborBodies(whole, encodeHeartbeat({ device_id: { a: { b: { c: { d: 1 } } } } }));
     for (const [name, body] of bodies) {
       const response = await post(body);
       t.equal(response.code, '4.00', name);

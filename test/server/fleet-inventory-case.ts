@@ -1,5 +1,5 @@
 import t from 'tap';
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
+import { encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 import { adminCall, eventually } from '../helpers/admin.js';
 import { startCoapTestServer } from '../helpers/coap.js';
 import type { Engine } from '../../src/shared/database/schema.js';
@@ -34,11 +34,11 @@ export function inventoryCase(engine: Engine): void {
       const body = { device_id: id, version_hash: id === 'dev-e' ? binary.hash : old, version: id === 'dev-e' ? '2.0.0' : '1.0.0', hw_info: { arch: 'arm64', os: 'linux', free_ram: 6_000_000_000, free_disk: 1 }, timestamp: 1_800_000_000, ...(id === 'dev-a' ? { artifact: 'app/linux/arm64' } : {}) };
       t.equal((await postJson(`${url}/heartbeat`, body)).status, 200);
     }
-    const coap = await client.request({ method: 'POST', path: '/heartbeat', contentFormat: 60, payload: encodeWithIntegerKeys({ device_id: 'dev-coap', version_hash: old, version: '1.0.0', hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 2 }, timestamp: 1_800_000_000 }, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }) });
+    const coap = await client.request({ method: 'POST', path: '/heartbeat', contentFormat: 60, payload: encodeHeartbeat({ device_id: 'dev-coap', version_hash: old, version: '1.0.0', hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 2 }, timestamp: 1_800_000_000 }) });
     t.equal(coap.code, '2.05');
     t.equal((await postJson(`${url}/heartbeat`, { device_id: 'dev-stray', version_hash: old, version: '1', hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 2 }, timestamp: 1_800_000_000, artifact: 'nope' })).status, 404, 'an unknown track is not answered...');
     t.equal((await postJson(`${url}/report`, { device_id: 'dev-b', previous_hash: old, new_hash: binary.hash, success: false, rollback_reason: 'health check failed', timestamp: 1_800_000_000 })).status, 204);
-    const coapReport = await client.request({ method: 'POST', path: '/report', contentFormat: 60, payload: encodeWithIntegerKeys({ device_id: 'dev-e', previous_hash: old, new_hash: binary.hash, success: true, timestamp: 1_800_000_000 }, REPORT_KEYS) });
+    const coapReport = await client.request({ method: 'POST', path: '/report', contentFormat: 60, payload: encodeReport({ device_id: 'dev-e', previous_hash: old, new_hash: binary.hash, success: true, timestamp: 1_800_000_000 }) });
     t.equal(coapReport.code, '2.04');
 
     const all = await eventually('six devices listed', () => adminCall(url, 'GET', '/admin/devices'),

@@ -3,7 +3,7 @@ import { firmware, makeFixture, randomHash } from '../helpers/fixture.js';
 import { getBytes, metricValue, postJson } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
 import { heartbeatFieldsFor, startCoapTestServer } from '../helpers/coap.js';
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS, REPORT_KEYS } from '../../src/actors/coap/codec.js';
+import { encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 
 // Outside input over HTTP: refused with a stable code, and the server keeps answering.
 
@@ -80,8 +80,8 @@ t.test('every heartbeat and report field the protocol requires is required, over
   const both = async (kind: 'heartbeat' | 'report', body: Record<string, unknown>) => {
     const http = await postJson(`${s.server.url}/${kind}`, body);
     const payload = kind === 'heartbeat'
-      ? encodeWithIntegerKeys(body, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS })
-      : encodeWithIntegerKeys(body, REPORT_KEYS);
+      ? encodeHeartbeat(body)
+      : encodeReport(body);
     const coap = await s.client.request({ method: 'POST', path: `/${kind}`, payload, contentFormat: 60 });
     return { http: http.status, code: http.json?.error?.code, message: http.json?.error?.message ?? '', coap: coap.code, coapText: coap.payload.toString() };
   };

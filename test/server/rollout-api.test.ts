@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { encodeWithIntegerKeys, HEARTBEAT_KEYS, HW_INFO_KEYS } from '../../src/actors/coap/codec.js';
-import { adminCall, eventually, trackOf } from '../helpers/admin.js';
+import { encodeHeartbeat } from '../../src/shared/wire/cbor.js';
+import { adminCall, trackOf } from '../helpers/admin.js';
 import { heartbeatFieldsFor, manifestOf, startCoapTestServer } from '../helpers/coap.js';
 import { firmware, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';
 import { getBytes, metricValue } from '../helpers/http.js';
@@ -64,7 +64,7 @@ t.test('a staged rollout through the admin API', async (t) => {
   });
 
   await t.test('CoAP answers the cohort alike', async (t) => {
-    const coap = async (id: string, hash: string) => manifestOf(await s.client.request({ method: 'POST', path: '/heartbeat', contentFormat: 60, payload: encodeWithIntegerKeys({ ...heartbeatFieldsFor(hash, 'app'), device_id: id }, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS }) }));
+    const coap = async (id: string, hash: string) => manifestOf(await s.client.request({ method: 'POST', path: '/heartbeat', contentFormat: 60, payload: encodeHeartbeat({ ...heartbeatFieldsFor(hash, 'app'), device_id: id }) }));
     t.match(await coap(inside!, v1.hash), { update_available: true, target_hash: v2.hash });
     t.match(await coap(outside!, v1.hash), { update_available: false, target_hash: v1.hash });
   });

@@ -50,7 +50,6 @@ export function BarChart({ bars, label }: { bars: Bar[]; label: string }) {
       plot.current = null;
     };
     // Rebuilt when the set of bars changes; new counts alone only update the data below.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [shape]);
 
   useEffect(() => {

@@ -3,10 +3,10 @@ import { isIPv6 } from 'node:net';
 import coap, { type CoapPacket, type IncomingMessage, type OutgoingMessage } from 'coap';
 import { generate } from 'coap-packet';
 import type { ControlApi } from '../../messages/lifecycle.js';
-import type { StoreKeeperApi, TransferLocation } from '../../messages/store.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
+import { TransferLocator } from '../transfer-locator.js';
 import { InFlight } from './in-flight.js';
 import { inspectDatagram } from './guard.js';
 import { createCoapMetrics } from './metrics.js';
@@ -20,7 +20,6 @@ import { TransferReader } from './transfer.js';
 //                 ─▶ admission (coap.max_in_flight, else 5.03 + Max-Age)
 //                 ─▶ routes ─▶ manifester (heartbeat) | store-keeper locate + own file read (Block2)
 
-const LOCATE_DEADLINE_MS = 5_000;
 /** How long a drain lets requests under way finish before the socket closes regardless. */
 const DRAIN_REQUESTS_MS = 5_000;
 
@@ -40,8 +39,7 @@ await runActor(async (ctx) => {
     inFlight: () => inFlight.count,
     dedupCacheBytes: () => server._lru.calculatedSize ?? 0,
   });
-  const transfers = new TransferReader((kind, to, from) =>
-    ctx.call<StoreKeeperApi, TransferLocation | null>('store-keeper', (s) => s.locate(kind, to, from), LOCATE_DEADLINE_MS));
+  const transfers = new TransferReader(TransferLocator.of(ctx));
   const fleet = fleetFeedFor(ctx);
   const handle = deviceRoutes({ ctx, metrics, transfers, fleet, isTooLarge: (req) => tooLarge.has(req._packet) });
 

@@ -1,12 +1,13 @@
 import type { IncomingMessage, OutgoingMessage } from 'coap';
-import type { HeartbeatOutcome, ManifesterApi, Manifest } from '../../messages/manifester.js';
+import type { Manifest } from '../../messages/manifester.js';
 import type { TransferKind } from '../../messages/store.js';
-import { validateHeartbeat, validateReport, type HeartbeatFields } from '../../shared/device-messages.js';
+import { encodeManifest, heartbeatFields, reportFields } from '../../shared/wire/cbor.js';
+import { encodeBlockOption, parseBlockOption } from '../../shared/wire/block2.js';
+import { validateHeartbeat, validateReport, type HeartbeatFields } from '../../shared/wire/validate.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
-import { coapChunkSize, encodeBlockOption, parseBlockOption, selectBlock } from './block2.js';
-import { encodeManifest, heartbeatFields, reportFields } from './codec.js';
+import { coapChunkSize, selectBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
 import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
@@ -14,8 +15,6 @@ import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';
 
-/** A heartbeat answer is on the device's critical path; anything slower is an outage. */
-const HEARTBEAT_DEADLINE_MS = 5_000;
 /** RFC 7252 §5.10.6: an ETag is at most 8 bytes; the transfer hash's first 8 stand for it. */
 const ETAG_BYTES = 8;
 
@@ -43,7 +42,7 @@ interface Route {
 export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: OutgoingMessage) => Promise<string> {
   const { ctx, metrics, transfers } = deps;
   const heartbeats = new HeartbeatBatcher((batch) =>
-    ctx.call<ManifesterApi, HeartbeatOutcome[]>('manifester', (m) => m.heartbeats(batch), HEARTBEAT_DEADLINE_MS));
+    ctx.call('manifester', (m) => m.heartbeats(batch)));
 
   const heartbeat: Handler = async (req, res) => {
     const receivedAtMs = Date.now();

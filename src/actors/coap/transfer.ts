@@ -1,37 +1,16 @@
 import { open } from 'node:fs/promises';
 import type { TransferKind, TransferLocation } from '../../messages/store.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { CountLru } from '../../shared/lru.js';
+import type { TransferLocator } from '../transfer-locator.js';
 
-// A device downloads a transfer as hundreds of small blocks, one request each. Asking the
-// store-keeper where the file lives for every block would put a cross-thread call on each,
-// so locations are remembered briefly. Files are immutable and content-addressed: a remembered
-// path stays valid until retention removes it, which a read notices (ENOENT) and forgets.
-// A remembered location from the hot cache pins its shared memory, so entries are few and
-// short-lived: the pinned bytes are at most LOCATION_ENTRIES files for LOCATION_TTL_MS.
-
-const LOCATION_ENTRIES = 64;
-const LOCATION_TTL_MS = 2_000;
-
-export type Locate = (kind: TransferKind, to: string, from: string | undefined) => Promise<TransferLocation | null>;
+// Reads a located transfer's bytes for one Block2 answer. Where it lives is the
+// TransferLocator's business (shared with the HTTP front-end).
 
 export class TransferReader {
-  private readonly locations = new CountLru<string, { location: TransferLocation; until: number }>(LOCATION_ENTRIES);
+  constructor(readonly locator: TransferLocator) {}
 
-  constructor(private readonly locate: Locate) {}
-
-  /** The finished transfer, or DELTA_NOT_FOUND / BINARY_NOT_FOUND. */
-  async find(kind: TransferKind, to: string, from: string | undefined): Promise<TransferLocation> {
-    const key = `${kind}/${from ?? ''}/${to}`;
-    const cached = this.locations.get(key);
-    if (cached && cached.until > Date.now()) return cached.location;
-    const location = await this.locate(kind, to, from);
-    if (!location) {
-      this.locations.delete(key);
-      throw notFound(kind);
-    }
-    this.locations.set(key, { location, until: Date.now() + LOCATION_TTL_MS });
-    return location;
+  find(kind: TransferKind, to: string, from: string | undefined): Promise<TransferLocation> {
+    return this.locator.find(kind, to, from);
   }
 
   /** Reads `length` bytes at `offset` from shared memory or the file; never more than one block. */
@@ -44,8 +23,7 @@ export class TransferReader {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       // Removed by retention since it was located: the transfer is gone.
-      this.locations.delete(`${location.kind}/${location.from ?? ''}/${location.to}`);
-      throw notFound(location.kind);
+      throw this.locator.gone(location);
     }
     try {
       const buffer = Buffer.allocUnsafe(length);
@@ -60,8 +38,4 @@ export class TransferReader {
       await handle.close();
     }
   }
-}
-
-function notFound(kind: TransferKind): UpdaterError {
-  return new UpdaterError(kind === 'delta' ? 'DELTA_NOT_FOUND' : 'BINARY_NOT_FOUND');
 }

@@ -1,11 +1,10 @@
 import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
-import type { ManifesterApi, TrackListing } from '../../messages/manifester.js';
 import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
-import * as q from './queries.js';
+import * as q from '../../shared/database/fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
 
 // The fleet actor: the only holder of the database connection.
@@ -14,7 +13,6 @@ import { WriteBuffer } from './write-buffer.js';
 //   http admin ──listDevices / device / summary──▶ queries          retention timer ──▶ prune
 //   manifester ──rolloutHealth──▶ flush, then count
 
-const MB = 1024 * 1024;
 /** The devices-per-version gauge is a scan of the inventory: refreshed now and then, not per scrape. */
 const VERSION_GAUGE_MS = 30_000;
 /** How often an embedded database that could not be opened (store full or read-only) is tried again. */
@@ -32,7 +30,7 @@ await runActor(async (ctx) => {
     if (!store) throw new UpdaterError('DATABASE_UNREACHABLE', 'the fleet database is not open (the store is full or read-only); retrying', { key: 'database' });
     return store.db;
   };
-  const buffer = new WriteBuffer(fleet.bufferMb * MB);
+  const buffer = new WriteBuffer(fleet.bufferBytes);
   const metrics = createFleetMetrics(ctx.registry, () => ({ bytes: buffer.bytes, budget: buffer.budgetBytes, dropped: buffer.dropped }));
   let flushing: Promise<void> | undefined;
   let defaultTrack = '';
@@ -42,7 +40,7 @@ await runActor(async (ctx) => {
   /** The default track's key, for heartbeats that named none; the last one known if the manifester is away. */
   const resolveDefault = async (): Promise<string> => {
     try {
-      const listing = await ctx.call<ManifesterApi, TrackListing>('manifester', (m) => m.listTracks(), 5_000);
+      const listing = await ctx.call('manifester', (m) => m.listTracks());
       defaultTrack = listing.default;
     } catch (err) {
       ctx.log.debug({ err }, 'default track unknown for now; keeping the last one');

@@ -1,6 +1,7 @@
 import type { PublishRequest, RolloutCommand } from '../../messages/manifester.js';
 import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import { UpdaterError } from '../../shared/errors.js';
+import { invalidField as fail, isRecord, refuseUnknownFields as refuseUnknown } from '../../shared/input.js';
 import { isLogLevel, type LogLevel } from '../../shared/logger.js';
 import { isPercent, parseRolloutPlan } from '../../shared/rollout-plan.js';
 import { parseJson } from './body.js';
@@ -13,24 +14,14 @@ export const MAX_ADMIN_BODY_BYTES = 16 * 1024;
 const MAX_VERSION_LENGTH = 128;
 const MAX_PATH_LENGTH = 4096;
 
-function fail(field: string, problem: string): never {
-  throw new UpdaterError('INVALID_FIELD', `${field} ${problem}`, { field });
-}
-
 function objectBody(body: Buffer, allowEmpty: boolean): Record<string, unknown> {
   if (body.length === 0 || body.toString('utf8').trim() === '') {
     if (allowEmpty) return {};
     throw new UpdaterError('MALFORMED_BODY', 'a JSON object body is required');
   }
   const value = parseJson(body);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UpdaterError('MALFORMED_BODY', 'the body must be a JSON object');
-  return value as Record<string, unknown>;
-}
-
-function refuseUnknown(body: Record<string, unknown>, known: readonly string[]): void {
-  for (const key of Object.keys(body)) {
-    if (!known.includes(key)) fail(key, `is not a known field (known: ${known.join(', ')})`);
-  }
+  if (!isRecord(value)) throw new UpdaterError('MALFORMED_BODY', 'the body must be a JSON object');
+  return value;
 }
 
 /** A track key from a body field or query parameter, normalized (`name` or `name/os/arch`). */
@@ -45,6 +36,7 @@ export function parsePublishBody(body: Buffer): PublishRequest {
   const id = makeTrackId(fields.name, fields.os, fields.arch);
   const version = fields.version;
   if (typeof version !== 'string' || version === '') fail('version', 'must be a non-empty string');
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused here
   if (version.length > MAX_VERSION_LENGTH || /[\u0000-\u001f\u007f]/.test(version)) fail('version', `must be at most ${MAX_VERSION_LENGTH} printable characters`);
   const binary = fields.binary;
   if (typeof binary !== 'string' || binary === '') fail('binary', 'must be a server-side file path');

@@ -1,8 +1,5 @@
 import { Counter } from 'prom-client';
-import type { SweeperApi, SweepResult } from '../../messages/sweeper.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import type { ManifesterApi } from '../../messages/manifester.js';
-import type { SupervisorApi } from '../../messages/supervisor.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
 import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody, parseRolloutBody } from './admin-body.js';
@@ -18,12 +15,6 @@ import { exchange, sendError, sendJson, type Exchange } from './respond.js';
 //   operator ─▶ auth (token, failure bucket) ─▶ body checks ─▶ manifester (tracks, state file)
 //                                                            └▶ supervisor (log level, gc)
 
-const QUICK_DEADLINE_MS = 10_000;
-/** Publishing streams a whole binary into the store; a large image on a slow disk takes minutes. */
-const PUBLISH_DEADLINE_MS = 15 * 60_000;
-/** A reload of everything reads every track's binary, one after another. */
-const RELOAD_DEADLINE_MS = 60 * 60_000;
-const GC_DEADLINE_MS = 30 * 60_000;
 
 /** What a handler gets from the request, read before the first await (uWS reuses it after). */
 export interface AdminQuery {
@@ -54,10 +45,6 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
     labelNames: ['result'],
     registers: [ctx.registry],
   });
-  const manifester = <R>(fn: (m: ManifesterApi) => Promise<R>, deadline = QUICK_DEADLINE_MS) =>
-    ctx.call<ManifesterApi, R>('manifester', (m) => fn(m as unknown as ManifesterApi), deadline);
-  const supervisor = <R>(fn: (s: SupervisorApi) => Promise<R>, deadline = QUICK_DEADLINE_MS) =>
-    ctx.call<SupervisorApi, R>('supervisor', (s) => fn(s as unknown as SupervisorApi), deadline);
 
   /** Authenticates, then reads the body (when the method has one) and runs the handler. */
   const route: AdminRoute = (method, path, name, handler) => {
@@ -97,50 +84,50 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   };
 
   route('get', '/admin/artifacts', 'admin_list', async (ex) => {
-    sendJson(ex, 200, await manifester((m) => m.listTracks()));
+    sendJson(ex, 200, await ctx.call('manifester', (m) => m.listTracks()));
   });
 
   route('post', '/admin/artifacts', 'admin_publish', async (ex, body) => {
     const request = parsePublishBody(await body!);
-    const outcome = await manifester((m) => m.publishTrack(request), PUBLISH_DEADLINE_MS);
+    const outcome = await ctx.call('manifester', (m) => m.publishTrack(request));
     ctx.log.info({ artifact: outcome.artifact, hash: outcome.hash, changed: outcome.changed }, 'admin: track published');
     sendJson(ex, 200, outcome);
   });
 
   route('del', '/admin/artifacts', 'admin_delete', async (ex, _body, query) => {
     const key = artifactKey(query.artifact);
-    const removed = await manifester((m) => m.deleteTrack(key));
+    const removed = await ctx.call('manifester', (m) => m.deleteTrack(key));
     ctx.log.info({ artifact: key }, 'admin: track deleted');
     sendJson(ex, 200, { deleted: removed });
   });
 
   route('post', '/admin/default', 'admin_default', async (ex, body) => {
     const key = parseArtifactBody(await body!, false)!;
-    sendJson(ex, 200, await manifester((m) => m.setDefaultTrack(key)));
+    sendJson(ex, 200, await ctx.call('manifester', (m) => m.setDefaultTrack(key)));
   });
 
   route('post', '/admin/reload', 'admin_reload', async (ex, body) => {
     const key = parseArtifactBody(await body!, true);
-    const outcome = await manifester((m) => m.reloadTracks(key), RELOAD_DEADLINE_MS);
+    const outcome = await ctx.call('manifester', (m) => m.reloadTracks(key));
     ctx.log.info({ artifact: key ?? '(all)', changed: outcome.changed, failed: outcome.failed.length }, 'admin: reload');
     sendJson(ex, 200, outcome);
   });
 
   route('post', '/admin/rollout', 'admin_rollout', async (ex, body) => {
     const command = parseRolloutBody(await body!);
-    const rollout = await manifester((m) => m.controlRollout(command));
+    const rollout = await ctx.call('manifester', (m) => m.controlRollout(command));
     ctx.log.info({ artifact: command.artifact, command, state: rollout.state, percent: rollout.percent }, 'admin: rollout changed');
     sendJson(ex, 200, rollout);
   });
 
   route('post', '/admin/gc', 'admin_gc', async (ex, body) => {
     await body; // any body is ignored, but it is read (and capped) like the others
-    sendJson(ex, 200, await ctx.call<SweeperApi, SweepResult>('sweeper', (s) => s.sweep(), GC_DEADLINE_MS));
+    sendJson(ex, 200, await ctx.call('sweeper', (s) => s.sweep()));
   });
 
   route('post', '/admin/loglevel', 'admin_loglevel', async (ex, body) => {
     const level = parseLogLevelBody(await body!);
-    sendJson(ex, 200, await supervisor((s) => s.setLogLevel(level)));
+    sendJson(ex, 200, await ctx.call('supervisor', (s) => s.setLogLevel(level)));
   });
 
   registerFleetRoutes(route, ctx);

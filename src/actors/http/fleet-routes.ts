@@ -1,6 +1,5 @@
 import type { DevicePage, DeviceView, FleetApi, FleetReportView, FleetSummary, ReportView } from '../../messages/fleet.js';
-import { FLEET_DEADLINES_MS } from '../../messages/fleet.js';
-import type { ManifesterApi, RolloutView, TrackListing } from '../../messages/manifester.js';
+import type { Peer } from '../../shared/rpc.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
 import type { AdminRoute } from './admin-routes.js';
@@ -11,9 +10,9 @@ import { sendJson } from './respond.js';
 // fleet actor answers from the database.
 
 export function registerFleetRoutes(route: AdminRoute, ctx: ActorContext): void {
-  const fleet = <R>(fn: (f: FleetApi) => Promise<R>) => {
+  const fleet = <R>(fn: (f: Peer<FleetApi>) => Promise<R>) => {
     if (!ctx.config.fleet.enabled) throw new UpdaterError('FLEET_DISABLED');
-    return ctx.call<FleetApi, R>('fleet', (f) => fn(f as unknown as FleetApi), FLEET_DEADLINES_MS.read);
+    return ctx.call('fleet', fn);
   };
 
   route('get', '/admin/devices', 'admin_devices', async (ex, _body, query) => {
@@ -37,7 +36,7 @@ export function registerFleetRoutes(route: AdminRoute, ctx: ActorContext): void 
   route('get', '/admin/fleet', 'admin_fleet', async (ex, _body, query) => {
     let artifact = parseSummaryQuery(query.raw);
     if (artifact === undefined) {
-      const listing = await ctx.call<ManifesterApi, TrackListing>('manifester', (m) => m.listTracks(), FLEET_DEADLINES_MS.read);
+      const listing = await ctx.call('manifester', (m) => m.listTracks());
       if (!listing.default) throw new UpdaterError('INVALID_FIELD', 'artifact is required: there is no default track', { field: 'artifact' });
       artifact = listing.default;
     }
@@ -45,7 +44,7 @@ export function registerFleetRoutes(route: AdminRoute, ctx: ActorContext): void 
     // The inventory comes from the fleet actor, the rollout from the manifester (it owns the tracks).
     const [summary, rollout] = await Promise.all([
       fleet<FleetSummary>((f) => f.summary(key)),
-      ctx.call<ManifesterApi, RolloutView | null>('manifester', (m) => m.rolloutOf(key), FLEET_DEADLINES_MS.read),
+      ctx.call('manifester', (m) => m.rolloutOf(key)),
     ]);
     sendJson(ex, 200, { ...summary, rollout });
   });

@@ -10,6 +10,7 @@ import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
 import { createHttpMetrics } from './metrics.js';
 import { exchange, sendError } from './respond.js';
 import { registerDeviceRoutes } from './routes.js';
+import { TransferLocator } from '../transfer-locator.js';
 
 /** How long a drain lets open downloads finish before the listener goes away regardless. */
 const DRAIN_DOWNLOADS_MS = 10_000;
@@ -20,7 +21,7 @@ await runActor(async (ctx) => {
   let draining = false;
   const metrics = createHttpMetrics(ctx.registry);
   const fleet = fleetFeedFor(ctx);
-  registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, isDraining: () => draining });
+  registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, transfers: TransferLocator.of(ctx), isDraining: () => draining });
   registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
   // The console goes where the admin API is: listen.admin when set, else the device listeners.
   registerConsoleRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { assets: await loadConsoleAssets(), metrics, log: ctx.log });

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
 import { errorBody, errorStatus } from '../../shared/errors.js';
 
@@ -24,15 +25,16 @@ export function exchange(res: HttpResponse, onAbort?: () => void): Exchange {
   return ex;
 }
 
-const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK', 204: '204 No Content', 206: '206 Partial Content', 301: '301 Moved Permanently', 304: '304 Not Modified', 400: '400 Bad Request', 401: '401 Unauthorized',
-  404: '404 Not Found', 405: '405 Method Not Allowed', 409: '409 Conflict', 413: '413 Payload Too Large',
-  415: '415 Unsupported Media Type', 416: '416 Range Not Satisfiable', 422: '422 Unprocessable Content',
-  429: '429 Too Many Requests', 500: '500 Internal Server Error', 501: '501 Not Implemented', 503: '503 Service Unavailable',
-};
+/** uWS takes the whole status line; built once per status from node:http's reason phrases. */
+const STATUS_LINES = new Map<number, string>();
 
 export function statusLine(status: number): string {
-  return STATUS_TEXT[status] ?? `${status} Status`;
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? 'Status'}`;
+    STATUS_LINES.set(status, line);
+  }
+  return line;
 }
 
 export function send(ex: Exchange, status: number, body: string, headers: Record<string, string> = {}, contentType = 'application/json'): void {

@@ -1,10 +1,9 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
 import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
-import type { StoreCondition, StoreKeeperApi, TransferKind, TransferLocation } from '../../messages/store.js';
-import type { SupervisorApi } from '../../messages/supervisor.js';
-import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES, type HeartbeatFields } from '../../shared/device-messages.js';
+import type { TransferLocator } from '../transfer-locator.js';
+import type { TransferKind } from '../../messages/store.js';
+import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES, type HeartbeatFields } from '../../shared/wire/validate.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
@@ -14,9 +13,6 @@ import { parseRange } from './range.js';
 import { exchange, send, sendError, sendJson, type Exchange } from './respond.js';
 import { streamTransfer } from './stream.js';
 
-/** A heartbeat answer is on the device's critical path; anything slower is an outage. */
-const HEARTBEAT_DEADLINE_MS = 5_000;
-const LOCATE_DEADLINE_MS = 5_000;
 
 type Handler = (ex: Exchange, req: HttpRequest) => Promise<void>;
 
@@ -25,6 +21,7 @@ export interface RouteDeps {
   metrics: HttpMetrics;
   /** Open downloads, so a drain can wait for them. */
   downloads: Set<Promise<void>>;
+  transfers: TransferLocator;
   /** Where answered heartbeats and reports go for the inventory. */
   fleet: FleetFeed;
   isDraining(): boolean;
@@ -55,7 +52,7 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
 
   // Heartbeats read in one event-loop turn travel to the manifester in one message.
   const heartbeats = new HeartbeatBatcher((batch) =>
-    ctx.call<ManifesterApi, HeartbeatOutcome<string>[]>('manifester', (m) => m.heartbeatsJson(batch), HEARTBEAT_DEADLINE_MS));
+    ctx.call('manifester', (m) => m.heartbeatsJson(batch)));
 
   route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
     const receivedAtMs = Date.now();
@@ -89,8 +86,8 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
 
   route('get', '/health', 'health', async (ex) => {
     const [health, store] = await Promise.all([
-      ctx.call<ManifesterApi, Awaited<ReturnType<ManifesterApi['health']>>>('manifester', (m) => m.health(), HEARTBEAT_DEADLINE_MS),
-      ctx.call<StoreKeeperApi, StoreCondition>('store-keeper', (s) => s.condition(), HEARTBEAT_DEADLINE_MS),
+      ctx.call('manifester', (m) => m.health()),
+      ctx.call('store-keeper', (s) => s.condition()),
     ]);
     // A full or read-only store still serves devices; it only refuses publishes and new files.
     // So does a cluster replica that lost its database (docs/scaling.md).
@@ -98,7 +95,7 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
   });
 
   route('get', '/metrics', 'metrics', async (ex) => {
-    const text = await ctx.call<SupervisorApi, string>('supervisor', (s) => s.metricsText(), HEARTBEAT_DEADLINE_MS);
+    const text = await ctx.call('supervisor', (s) => s.metricsText());
     send(ex, 200, text, {}, 'text/plain; version=0.0.4; charset=utf-8');
   });
 
@@ -110,8 +107,7 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
 async function serveTransfer(ex: Exchange, req: HttpRequest, kind: TransferKind, to: string, from: string | undefined, deps: RouteDeps): Promise<void> {
   // Headers must be read before the first await: uWS reuses the request object afterwards.
   const rangeHeader = req.getHeader('range');
-  const location = await deps.ctx.call<StoreKeeperApi, TransferLocation | null>('store-keeper', (s) => s.locate(kind, to, from), LOCATE_DEADLINE_MS);
-  if (!location) throw new UpdaterError(kind === 'delta' ? 'DELTA_NOT_FOUND' : 'BINARY_NOT_FOUND');
+  const location = await deps.transfers.find(kind, to, from);
   const range = parseRange(rangeHeader, location.size);
   if (range.kind === 'unsatisfiable') {
     send(ex, 416, JSON.stringify({ error: { code: 'INVALID_RANGE', message: 'the requested range cannot be satisfied' } }), { 'Content-Range': `bytes */${location.size}` });
@@ -119,7 +115,7 @@ async function serveTransfer(ex: Exchange, req: HttpRequest, kind: TransferKind,
   }
   const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, location.size - 1];
   const headers: Record<string, string> = range.kind === 'partial' ? { 'Content-Range': `bytes ${start}-${end}/${location.size}` } : {};
-  const download = streamTransfer(ex, location, start, end - start + 1, range.kind === 'partial' ? 206 : 200, headers);
+  const download = streamTransfer(ex, location, start, end - start + 1, range.kind === 'partial' ? 206 : 200, headers, deps.transfers);
   deps.downloads.add(download);
   try {
     await download;

@@ -1,5 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { TransferLocation } from '../../messages/store.js';
+import type { TransferLocator } from '../transfer-locator.js';
 import { statusLine, type Exchange } from './respond.js';
 
 const CHUNK_BYTES = 64 * 1024;
@@ -9,11 +10,20 @@ const CHUNK_BYTES = 64 * 1024;
  * memory or from the immutable file, pausing whenever the socket's buffer is full
  * (uWS backpressure: tryEnd reports not ok, onWritable says when to go on).
  */
-export async function streamTransfer(ex: Exchange, location: TransferLocation, start: number, length: number, status: number, headers: Record<string, string>): Promise<void> {
+export async function streamTransfer(ex: Exchange, location: TransferLocation, start: number, length: number, status: number,
+  headers: Record<string, string>, locator: TransferLocator): Promise<void> {
   const { res } = ex;
   let file: FileHandle | undefined;
   const shared = location.shared ? new Uint8Array(location.shared) : undefined;
-  if (!shared) file = await open(location.path, 'r');
+  if (!shared) {
+    try {
+      file = await open(location.path, 'r');
+    } catch (err) {
+      // Removed by retention since it was located: the transfer is gone.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw locator.gone(location);
+      throw err;
+    }
+  }
   try {
     if (ex.aborted) return;
     ex.status = status;

@@ -1,28 +1,20 @@
 import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
-import { FLEET_DEADLINES_MS, type FleetApi, type RolloutHealth } from '../../messages/fleet.js';
-import type { StoreKeeperApi, TransferInfo } from '../../messages/store.js';
-import { CountLru } from '../../shared/lru.js';
+import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
 import { readPrivateKeyFile } from '../../shared/signing.js';
 import { collectMetrics, setLevel } from '../control.js';
-import { runActor, type ActorContext } from '../runtime.js';
+import { runActor } from '../runtime.js';
 import { BinaryWatcher } from './file-watch.js';
-import { Manifester, type StoreRequests } from './manifester.js';
+import { GenerationRequests } from './generation-requests.js';
+import { Manifester } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
 import { RolloutControl } from './rollout-control.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
-import { TrackAdmin, storeCannotWrite } from './track-admin.js';
+import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 import { startClusterSync } from './cluster-sync.js';
 
-/** A delta generation can take minutes; this only bounds how long a lost request is remembered. */
-const GENERATION_DEADLINE_MS = 60 * 60_000;
-const FAILED_GENERATION_COOLDOWN_MS = 60_000;
-const STORE_REFUSED_COOLDOWN_MS = 3_000;
-const SNAPSHOT_DEADLINE_MS = 60_000;
-/** Registering a configured binary streams it into the store; large images take a while. */
-const REGISTER_DEADLINE_MS = 10 * 60_000;
 /** How often rollouts are checked: health counts, then steps that are due. */
 const ROLLOUT_TICK_MS = 1000;
 
@@ -31,7 +23,7 @@ await runActor(async (ctx) => {
   const signed = new SignedManifests(await readPrivateKeyFile(config.signing.privateKeyFile), config.manifest.cacheSize);
   const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from, t.to));
   const tracks = new TrackTable();
-  const requests = storeRequests(ctx);
+  const requests = new GenerationRequests((run) => ctx.call('store-keeper', run), ctx.log);
   const metrics = createManifesterMetrics(ctx.registry, () => signed.size, () =>
     tracks.all().flatMap((t) => (t.rollout ? [{ artifact: t.key, percent: t.rollout.percent, state: t.rollout.state }] : [])));
   const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics);
@@ -39,7 +31,7 @@ await runActor(async (ctx) => {
   const resync = async () => {
     view.beginResync();
     requests.forgetPending();
-    view.applySnapshot(await ctx.call<StoreKeeperApi, Awaited<ReturnType<StoreKeeperApi['snapshot']>>>('store-keeper', (s) => s.snapshot(), SNAPSHOT_DEADLINE_MS));
+    view.applySnapshot(await ctx.call('store-keeper', (s) => s.snapshot()));
   };
   await resync();
   ctx.onPeerConnected((peer) => {
@@ -58,7 +50,7 @@ await runActor(async (ctx) => {
     tracks,
     signed,
     store: {
-      registerBinary: (path) => ctx.call<StoreKeeperApi, { hash: string; size: number }>('store-keeper', (s) => s.registerBinary(path), REGISTER_DEADLINE_MS),
+      registerBinary: (path) => ctx.call('store-keeper', (s) => s.registerBinary(path)),
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
       adoptBinary: (hash) => requests.adoptBinary(hash),
@@ -73,7 +65,7 @@ await runActor(async (ctx) => {
   cluster?.start();
   // Without the fleet inventory there are no report counts: rollouts step and obey commands, but never pause themselves.
   const health = config.fleet.enabled
-    ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call<FleetApi, RolloutHealth[]>('fleet', (f) => f.rolloutHealth(queries), FLEET_DEADLINES_MS.rolloutHealth)
+    ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call('fleet', (f) => f.rolloutHealth(queries))
     : undefined;
   const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
   rollouts.start();
@@ -112,35 +104,4 @@ function answer<T>(decide: () => T): HeartbeatOutcome<T> {
   } catch (err) {
     return { error: serializeError(err) };
   }
-}
-
-/** Asks the store for missing files once per file, however many heartbeats want it. */
-function storeRequests(ctx: ActorContext): StoreRequests & { forgetPending(): void; adoptBinary(hash: string): void } {
-  const pending = new Set<string>();
-  // A generation that failed (a corrupt binary, a full disk) is not retried for every
-  // heartbeat that asks: devices keep getting retry_after while it cools down. Holds the time
-  // before which the file is not asked for again.
-  const failedAt = new CountLru<string, number>(1024);
-  const ask = (key: string, run: (store: StoreKeeperApi) => Promise<unknown>) => {
-    const failed = failedAt.get(key);
-    if (pending.has(key) || (failed !== undefined && Date.now() < failed)) return;
-    pending.add(key);
-    ctx.call<StoreKeeperApi, unknown>('store-keeper', (s) => run(s as unknown as StoreKeeperApi), GENERATION_DEADLINE_MS)
-      .then(() => failedAt.delete(key))
-      .catch((err) => {
-        // A full or read-only store refuses at once and recovers by itself: ask again soon.
-        failedAt.set(key, Date.now() + (storeCannotWrite(err) ? STORE_REFUSED_COOLDOWN_MS : FAILED_GENERATION_COOLDOWN_MS));
-        ctx.log.warn({ err, file: key }, 'store could not produce a derived file; retrying after a cooldown');
-      })
-      .finally(() => pending.delete(key));
-  };
-  return {
-    ensureDelta: (from, to) => ask(`${from}_${to}`, (s) => s.ensureDelta(from, to)),
-    ensureFull: (hash) => ask(hash, (s) => s.ensureFull(hash)),
-    adoptBinary: (hash) => ask(`${hash}.bin`, (s) => s.adoptBinary(hash)),
-    forgetPending: () => {
-      pending.clear();
-      failedAt.clear();
-    },
-  };
 }

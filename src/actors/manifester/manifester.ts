@@ -19,7 +19,6 @@ interface Target {
   readonly size: number;
 }
 
-const MB = 1024 * 1024;
 /** How often the same oversize pair is logged at WARN. */
 const OVERSIZE_WARN_INTERVAL_MS = 10 * 60_000;
 
@@ -67,7 +66,7 @@ export class Manifester {
       target,
       versionHash: request.versionHash,
       store: this.store,
-      capBytes: this.config.store.deltaMaxSourceMb * MB,
+      capBytes: this.config.store.deltaMaxSourceBytes,
       allowFullDownload: this.config.allowFullDownload,
     });
     this.metrics.decided(decision.row);
@@ -196,7 +195,7 @@ export class Manifester {
       artifact: track.key,
       binary: oversize.hash,
       size: oversize.size,
-      cap_mb: this.config.store.deltaMaxSourceMb,
+      cap_bytes: this.config.store.deltaMaxSourceBytes,
     }, 'binary exceeds store.delta_max_source_mb; serving full mode instead of a delta');
   }
 }

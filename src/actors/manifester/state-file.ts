@@ -7,6 +7,7 @@ import { UpdaterError } from '../../shared/errors.js';
 import { isSha256Hex } from '../../shared/hash.js';
 import { decodeRollout, encodeRollout, type PersistedRollout } from './rollout-codec.js';
 import type { Track } from './tracks.js';
+import { isRecord } from '../../shared/input.js';
 
 // `store.state_file`: the tracks and the default as the manifester last recorded them, so that
 // tracks published through the admin API survive a restart (spec 3.2). Versioned JSON, written
@@ -140,8 +141,4 @@ export function decodeState(doc: unknown, path: string): PersistedState {
 
 function corrupt(path: string, problem: string): UpdaterError {
   return new UpdaterError('STATE_CORRUPT', `store.state_file ${path} ${problem}; the server will not start without the tracks it records (restore it from a backup, or move it away to start with configured tracks only)`, { path });
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

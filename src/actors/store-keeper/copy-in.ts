@@ -7,7 +7,7 @@ import { openTemp, publishNoOverwrite, writeFully } from '../../shared/durable-f
 import { UpdaterError } from '../../shared/errors.js';
 import { sha256File } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
-import { binaryName } from './layout.js';
+import { binaryName } from '../../shared/store-layout.js';
 import { binaryMismatch, quarantine } from './verify.js';
 
 /** Runs a write to the store under the store's writability rules. */

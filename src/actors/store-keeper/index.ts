@@ -1,4 +1,3 @@
-import type { ManifesterApi } from '../../messages/manifester.js';
 import type { StoreKeeperApi } from '../../messages/store.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
@@ -6,8 +5,6 @@ import { createStoreMetrics } from './metrics.js';
 import { ContentStore } from './store.js';
 import { engineOf } from '../../shared/database/connect.js';
 import { ClusterFiles } from './cluster-files.js';
-
-const EVENT_DEADLINE_MS = 2_000;
 
 await runActor(async (ctx) => {
   // Cluster mode: one connection per generation that may hold a lock, one for notifications.
@@ -20,11 +17,11 @@ await runActor(async (ctx) => {
     // A manifester that is restarting (or not connected yet) resynchronizes from a snapshot,
     // so a lost event costs nothing; the deadline only bounds how long a removal waits.
     try {
-      await ctx.call<ManifesterApi, void>('manifester', async (m) => m.storeEvent(event), EVENT_DEADLINE_MS);
+      await ctx.call('manifester', (m) => m.storeEvent(event));
     } catch {
       // see above
     }
-  }, cluster);
+  }, undefined, cluster);
   await store.open();
   cluster?.start();
   return {

@@ -2,7 +2,7 @@ import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { InventoryEntry, StoreInventory } from '../../messages/store.js';
 import { TEMP_PREFIX } from '../../shared/durable-file.js';
-import { parseBinaryName, type StoreLayout } from './layout.js';
+import { parseBinaryName, type StoreLayout } from '../../shared/store-layout.js';
 
 /** Lists both directories with sizes and modification times; temporaries are not listed. */
 export async function listInventory(layout: StoreLayout): Promise<StoreInventory> {

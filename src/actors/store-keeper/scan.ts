@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { BinaryInfo, TransferInfo } from '../../messages/store.js';
 import { removeLeftoverTemps } from '../../shared/durable-file.js';
 import type { Logger } from '../../shared/logger.js';
-import { parseBinaryName, parseDerivedName, type StoreLayout } from './layout.js';
+import { parseBinaryName, parseDerivedName, type StoreLayout } from '../../shared/store-layout.js';
 import { binaryMismatch, derivedCheck, quarantine } from './verify.js';
 
 export interface ScannedStore {

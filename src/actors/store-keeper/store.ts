@@ -9,10 +9,10 @@ import { publishNoOverwrite, storeWriteError } from '../../shared/durable-file.j
 import { UpdaterError, deserializeError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
-import { expectedGenerationBytes } from '../diff-pool/memory.js';
+import { expectedGenerationBytes } from '../../shared/diff/memory.js';
 import { HotTransferCache, TargetCache } from './caches.js';
 import { copyIntoStore } from './copy-in.js';
-import { binaryName, parseDerivedName, storeLayout, transferKey, transferName, type StoreLayout } from './layout.js';
+import { binaryName, parseDerivedName, storeLayout, transferName, type StoreLayout } from '../../shared/store-layout.js';
 import { listInventory, unlinkIfPresent } from './removal.js';
 import type { StoreMetrics } from './metrics.js';
 import { openStoreDirs } from './scan.js';
@@ -22,7 +22,6 @@ import { Writability } from './writability.js';
 
 type EventBody = StoreEvent extends infer E ? (E extends StoreEvent ? Omit<E, 'seq'> : never) : never;
 
-const MB = 1024 * 1024;
 /** Idle diff threads exit after this, so memory returns to the baseline between bursts. */
 const POOL_IDLE_TIMEOUT_MS = 5_000;
 
@@ -30,6 +29,8 @@ function taskFile(): string {
   const here = fileURLToPath(import.meta.url);
   return join(here, '..', '..', 'diff-pool', `task${here.endsWith('.ts') ? '.ts' : '.js'}`);
 }
+
+export type RunDiffTask = (task: DiffTask) => Promise<DiffOutcome>;
 
 /** The content-addressed store: the only writer of the store directory. */
 export class ContentStore {
@@ -39,7 +40,9 @@ export class ContentStore {
   private readonly inflight = new Map<string, Promise<TransferInfo>>();
   private readonly targetCache: TargetCache;
   private readonly hotCache: HotTransferCache;
-  private readonly pool: Piscina;
+  /** The diff pool; absent when the caller runs diff tasks itself (tests). */
+  private readonly pool: Piscina | undefined;
+  private readonly runTask: RunDiffTask;
   private readonly writability: Writability;
   private seq = 0;
   private draining = false;
@@ -52,14 +55,16 @@ export class ContentStore {
     private readonly metrics: StoreMetrics,
     /** Tells the manifester; resolves once it has applied the event (or gave up waiting). */
     private readonly emit: (event: StoreEvent) => Promise<void>,
+    /** Runs one diff task; by default on the diff pool's threads. */
+    runTask?: RunDiffTask,
     /** Cluster mode: the store directory is shared with other replicas (cluster-files.ts). */
     private readonly cluster?: ClusterFiles,
   ) {
     this.layout = storeLayout(config.store.dir);
     this.writability = new Writability(config.store.dir, log);
-    this.targetCache = new TargetCache(config.store.targetCacheMb * MB);
-    this.hotCache = new HotTransferCache(config.store.hotDeltaCacheMb * MB);
-    this.pool = new Piscina({
+    this.targetCache = new TargetCache(config.store.targetCacheBytes);
+    this.hotCache = new HotTransferCache(config.store.hotDeltaCacheBytes);
+    this.pool = runTask ? undefined : new Piscina({
       filename: taskFile(),
       minThreads: 0,
       maxThreads: config.store.deltaConcurrency,
@@ -68,12 +73,13 @@ export class ContentStore {
       // one task per distinct pair asked for, and each waits its turn for a thread.
       maxQueue: Infinity,
     });
+    this.runTask = runTask ?? ((task) => this.pool!.run(task) as Promise<DiffOutcome>);
     metrics.observeBudgets(() => ({
       target: this.targetCache.usedBytes,
       hot: this.hotCache.usedBytes,
-      queued: this.pool.queueSize,
+      queued: this.pool?.queueSize ?? 0,
       running: this.inflight.size,
-      threads: this.pool.threads.length,
+      threads: this.pool?.threads.length ?? 0,
       expectedDiffBytes: this.expectedDiffBytes,
     }));
   }
@@ -90,7 +96,7 @@ export class ContentStore {
     });
     const scanned = await openStoreDirs(dir, this.layout, condition !== 'read-only', this.log, this.cluster !== undefined);
     for (const b of scanned.binaries) this.binaries.set(b.hash, b.size);
-    for (const t of scanned.transfers) this.transfers.set(transferKey(t.kind, t.to, t.from), t);
+    for (const t of scanned.transfers) this.transfers.set(transferName(t.kind, t.to, t.from), t);
     this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir, condition }, 'store opened');
   }
 
@@ -188,17 +194,17 @@ export class ContentStore {
   async ensureDelta(from: string, to: string): Promise<TransferInfo> {
     assertSha256Hex(from, 'from');
     assertSha256Hex(to, 'to');
-    const existing = this.transfers.get(transferKey('delta', to, from));
+    const existing = this.transfers.get(transferName('delta', to, from));
     // An existing delta is always served, whatever the size cap says (spec 3.1 row 3).
     if (existing) return existing;
     // In a cluster, another replica may have stored a binary this one has not indexed yet.
     if (this.cluster) for (const hash of [from, to]) await this.adoptBinary(hash).catch(() => undefined);
-    const capMb = this.config.store.deltaMaxSourceMb;
+    const capBytes = this.config.store.deltaMaxSourceBytes;
     for (const hash of [from, to]) {
       const size = this.binaries.get(hash);
       if (size === undefined) throw new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${hash}`);
-      if (capMb > 0 && size > capMb * MB) {
-        throw new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over store.delta_max_source_mb (${capMb})`, { hash, size });
+      if (capBytes > 0 && size > capBytes) {
+        throw new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over the store.delta_max_source_mb cap of ${capBytes} bytes`, { hash, size });
       }
     }
     return this.singleFlight('delta', to, from, async (dirs) => {
@@ -282,7 +288,7 @@ export class ContentStore {
   async drain(): Promise<void> {
     this.draining = true;
     await Promise.allSettled([...this.inflight.values()]);
-    await this.pool.destroy();
+    await this.pool?.destroy();
     await this.cluster?.close();
     this.writability.close();
   }
@@ -300,7 +306,7 @@ export class ContentStore {
    * name across the replicas. `run` gets the directories its temporaries go to.
    */
   private singleFlight(kind: TransferKind, to: string, from: string | undefined, run: (dirs: { out: string; work: string }) => Promise<TransferInfo>): Promise<TransferInfo> {
-    const name = transferKey(kind, to, from);
+    const name = transferName(kind, to, from);
     const done = this.transfers.get(name);
     if (done) return Promise.resolve(done);
     const pending = this.inflight.get(name);
@@ -358,7 +364,7 @@ export class ContentStore {
   }
 
   private async generate(task: DiffTask): Promise<TransferInfo> {
-    const outcome = (await this.pool.run(task)) as DiffOutcome;
+    const outcome = await this.runTask(task);
     if (!outcome.ok) {
       this.metrics.generationFailed(task.kind);
       const err = deserializeError(outcome.error);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { sha256File } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
 import { ZstdStreamError, forEachZstdFrame } from '../../shared/zstd-frames.js';
-import type { ParsedDerivedName } from './layout.js';
+import type { ParsedDerivedName } from '../../shared/store-layout.js';
 
 // A file enters the index only if its bytes fit its name. Binaries are named by the SHA-256 of
 // their bytes. Derived files are named by what they rebuild: a full file must decompress to its

@@ -1,5 +1,3 @@
-import type { ManifesterApi, TrackReferences } from '../../messages/manifester.js';
-import type { RemovalResult, StoreInventory, StoreKeeperApi } from '../../messages/store.js';
 import type { SweeperApi, SweepResult } from '../../messages/sweeper.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
@@ -7,9 +5,6 @@ import { createSweeperMetrics } from './metrics.js';
 import { planSweep } from './policy.js';
 import { sweepLeadership } from './leader.js';
 
-const MB = 1024 * 1024;
-/** A sweep of a large store stats every file; give it time. */
-const SWEEP_CALL_DEADLINE_MS = 5 * 60_000;
 
 await runActor(async (ctx) => {
   const { retention } = ctx.config;
@@ -21,20 +16,20 @@ await runActor(async (ctx) => {
 
   const sweepOnce = async (trigger: 'schedule' | 'admin'): Promise<SweepResult> => {
     const started = Date.now();
-    const refs = await ctx.call<ManifesterApi, TrackReferences>('manifester', (m) => m.references(), SWEEP_CALL_DEADLINE_MS);
-    const inventory = await ctx.call<StoreKeeperApi, StoreInventory>('store-keeper', (s) => s.inventory(), SWEEP_CALL_DEADLINE_MS);
+    const refs = await ctx.call('manifester', (m) => m.references());
+    const inventory = await ctx.call('store-keeper', (s) => s.inventory());
     const plan = planSweep(inventory.derived, inventory.binaries, { current: new Set(refs.current), history: new Set(refs.history) }, {
       deltaMaxAgeMs: retention.deltaMaxAgeMs,
-      deltasMaxTotalBytes: retention.deltasMaxTotalMb * MB,
+      deltasMaxTotalBytes: retention.deltasMaxTotalBytes,
       collectOrphanBinaries: retention.collectOrphanBinaries,
       orphanBinaryMinAgeMs: retention.orphanBinaryMinAgeMs,
     }, Date.now());
     for (const name of plan.unparseable) ctx.log.debug({ file: name }, 'retention: not a derived-file name; left alone');
     for (const { file, reason } of plan.derived) ctx.log.debug({ file: file.name, reason }, 'retention: removing derived file');
-    const removed = await ctx.call<StoreKeeperApi, RemovalResult>('store-keeper', (s) => s.remove({
+    const removed = await ctx.call('store-keeper', (s) => s.remove({
       derived: plan.derived.map((d) => d.file.name),
       binaries: plan.binaries.map((b) => b.hash),
-    }), SWEEP_CALL_DEADLINE_MS);
+    }));
     const result: SweepResult = {
       removed: { deltas: removed.deltas, full: removed.full, binaries: removed.binaries },
       bytes_freed: removed.bytes,

@@ -1,4 +1,4 @@
-import { parseDerivedName } from '../store-keeper/layout.js';
+import { parseDerivedName } from '../../shared/store-layout.js';
 
 // The retention rules of spec 3.3, as a pure function of what the store holds and what the
 // tracks reference. The sweeper actor feeds it and carries out its verdict through the

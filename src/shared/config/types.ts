@@ -1,8 +1,6 @@
-import type { LogLevel } from '../logger.js';
+import type { ConfigDocument } from './schema.js';
 
-/** Delta engines: our own (native/delta) and bsdiff-node, kept as the fallback. */
-export const DELTA_ENGINES = ['native', 'bsdiff-node'] as const;
-export type DeltaEngine = (typeof DELTA_ENGINES)[number];
+// The Config type is derived from the schema (schema.ts): adding a key there adds it here.
 
 /** A track as the configuration declares it, with `binary` resolved to an absolute path. */
 export interface ArtifactConfig {
@@ -14,72 +12,27 @@ export interface ArtifactConfig {
   readonly binary: string;
 }
 
+type DeepReadonly<T> = T extends readonly (infer U)[] ? readonly DeepReadonly<U>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
+
+/**
+ * The validated, frozen configuration every actor receives. Durations are milliseconds
+ * (`…Ms`), sizes bytes (`…Bytes`), whatever unit the YAML key is written in.
+ */
+export type Config = DeepReadonly<
+  Omit<ConfigDocument, 'admin' | 'artifacts' | 'target' | 'defaultArtifact' | 'database'> & {
+    configPath: string;
+    /** `tokenFile`: where the token was read from, when a file (never publishable). */
+    admin: Omit<ConfigDocument['admin'], 'token'> & { token: string };
+    artifacts: ArtifactConfig[];
+    defaultArtifact?: string;
+    /** An absolute SQLite file path, or a postgres:// URL. */
+    database: string;
+  }
+>;
+
+export { DELTA_ENGINES, type DeltaEngine } from './schema.js';
+
 export interface HostPort {
   readonly host: string;
   readonly port: number;
-}
-
-/** The validated, frozen configuration every actor receives. Durations are milliseconds. */
-export interface Config {
-  readonly configPath: string;
-  readonly listen: {
-    readonly http: HostPort;
-    /** HTTPS for devices (and admin unless `admin` is set); needs `tls`. */
-    readonly https?: HostPort;
-    /** When set, the admin API is served here only and never on the device listeners. */
-    readonly admin?: HostPort;
-    readonly coap?: HostPort;
-  };
-  /** Certificate and key (PEM files) of the HTTPS listener; present exactly when `listen.https` is. */
-  readonly tls?: { readonly certFile: string; readonly keyFile: string };
-  /** The CoAP front-end's own budgets; used only when `listen.coap` is set. */
-  readonly coap: { readonly dedupCacheBytes: number; readonly maxInFlight: number };
-  readonly signing: { readonly privateKeyFile: string };
-  readonly admin: {
-    readonly token: string;
-    /** Where the token was read from, when a file: never publishable. */
-    readonly tokenFile?: string;
-    readonly authFailureBurst: number;
-    readonly authFailureRefillPerSecond: number;
-  };
-  readonly store: {
-    readonly dir: string;
-    readonly stateFile?: string;
-    readonly targetCacheMb: number;
-    readonly hotDeltaCacheMb: number;
-    readonly deltaConcurrency: number;
-    readonly deltaMaxSourceMb: number;
-    readonly deltaEngine: DeltaEngine;
-    readonly fullCompressionLevel: number;
-    /** How long a watched binary must stay unchanged before it is republished. */
-    readonly watchSettleMs: number;
-    /** Absolute directories admin publishes may read from (symlinks resolved when checked). */
-    readonly publishRoots: readonly string[];
-  };
-  readonly manifest: { readonly cacheSize: number; readonly chunkSize: number; readonly retryAfterSeconds: number };
-  readonly allowFullDownload: boolean;
-  readonly logLevel: LogLevel;
-  readonly retention: {
-    readonly enabled: boolean;
-    readonly intervalMs: number;
-    readonly historyDepth: number;
-    readonly deltaMaxAgeMs: number;
-    readonly deltasMaxTotalMb: number;
-    readonly collectOrphanBinaries: boolean;
-    readonly orphanBinaryMinAgeMs: number;
-  };
-  readonly artifacts: readonly ArtifactConfig[];
-  readonly defaultArtifact?: string;
-  /** An absolute SQLite file path, or a postgres:// URL. */
-  readonly database: string;
-  readonly fleet: {
-    /** False: no fleet actor, no inventory (the admin fleet calls answer FLEET_DISABLED). */
-    readonly enabled: boolean;
-    readonly flushIntervalMs: number;
-    readonly bufferMb: number;
-    /** 0 keeps every device. */
-    readonly deviceMaxAgeMs: number;
-    /** 0 keeps every report. */
-    readonly reportMaxAgeMs: number;
-  };
 }

@@ -1,8 +1,9 @@
 import { join } from 'node:path';
-import type { TransferKind } from '../../messages/store.js';
+import type { TransferKind } from '../messages/store.js';
 
 // File names of the content-addressed store (spec 2.6). Every name is derived from hashes
-// that were validated first, so no outside text ever becomes part of a path.
+// that were validated first, so no outside text ever becomes part of a path. The store-keeper
+// writes these names; the sweeper's policy reads them.
 
 const HEX = '[0-9a-f]{64}';
 const DELTA_NAME = new RegExp(`^(${HEX})_(${HEX})\\.delta\\.zst$`);
@@ -24,6 +25,7 @@ export function binaryName(hash: string): string {
   return `${hash}.bin`;
 }
 
+/** A derived file's name, which is also the transfer's key in maps. */
 export function transferName(kind: TransferKind, to: string, from?: string): string {
   return kind === 'delta' ? `${from}_${to}.delta.zst` : `${to}.full.zst`;
 }
@@ -41,9 +43,4 @@ export function parseDerivedName(name: string): ParsedDerivedName | undefined {
 
 export function parseBinaryName(name: string): string | undefined {
   return BINARY_NAME.exec(name)?.[1];
-}
-
-/** Key of a transfer in maps: the file name itself. */
-export function transferKey(kind: TransferKind, to: string, from?: string): string {
-  return transferName(kind, to, from);
 }

@@ -1,7 +1,8 @@
-import type { HeartbeatRequest } from '../messages/manifester.js';
-import { parseTrackKey } from './artifact-key.js';
-import { UpdaterError } from './errors.js';
-import { assertSha256Hex, isSha256Hex } from './hash.js';
+import type { HeartbeatRequest } from '../../messages/manifester.js';
+import { parseTrackKey } from '../artifact-key.js';
+import { UpdaterError } from '../errors.js';
+import { assertSha256Hex, isSha256Hex } from '../hash.js';
+import { invalidField as fail, isRecord } from '../input.js';
 
 // Validation of decoded device messages, shared by the JSON (HTTP) and CBOR (CoAP) codecs:
 // each codec maps its keys to these field names, then one set of rules applies.
@@ -36,10 +37,6 @@ export interface ReportFields {
   timestamp?: unknown;
 }
 
-function fail(field: string, problem: string): never {
-  throw new UpdaterError('INVALID_FIELD', `${field} ${problem}`, { field });
-}
-
 function text(value: unknown, field: string, max: number, required: boolean): string {
   if (value === undefined || value === null) {
     if (required) fail(field, 'is required');
@@ -64,10 +61,6 @@ function integer(value: unknown, field: string, required: boolean): number {
 /** A field that must be sent, though it may be empty. */
 function present(value: unknown, field: string): void {
   if (value === undefined || value === null) fail(field, 'is required');
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export function validateHeartbeat(body: unknown): HeartbeatRequest {

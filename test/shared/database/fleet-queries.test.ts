@@ -1,11 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
-import * as q from '../../../src/actors/fleet/queries.js';
-import { openDatabase } from '../../../src/shared/database/connect.js';
-import { createTestDatabase, ENGINES } from '../../helpers/databases.js';
+import * as q from '../../../src/shared/database/fleet-queries.js';
+import { ENGINES, openTestDatabase } from '../../helpers/databases.js';
 
 const H = (n: number) => n.toString(16).padStart(64, '0');
 const NOW = 1_800_000_000_000;
@@ -19,14 +15,7 @@ function rep(deviceId: string, success: boolean, over: Partial<ReportRecord> = {
 
 for (const engine of ENGINES) {
   t.test(engine, async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'updater-q-'));
-    const target = await createTestDatabase(engine, dir);
-    const { db, close } = await openDatabase(target.location);
-    t.teardown(async () => {
-      await close();
-      await target.drop();
-      await rm(dir, { recursive: true, force: true });
-    });
+    const db = await openTestDatabase(t, engine, 'updater-q-');
 
     /** fleet_versions must always equal a fresh count of the devices table. */
     const countsAgree = async (t: Test) => {

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, HeartbeatRecord, ReportQuery, ReportRecord, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
-import { recountVersions } from '../../shared/database/migrations.js';
-import type { Database, DevicesTable, ReportsTable } from '../../shared/database/schema.js';
+import { recountVersions } from './migrations.js';
+import type { Database, DevicesTable, ReportsTable } from './schema.js';
 
 // Every query of the inventory, written once for both engines: only portable SQL (upsert with
 // ON CONFLICT, which SQLite and PostgreSQL share; no engine functions).

@@ -1,20 +1,20 @@
 import t from 'tap';
-import { decodeManifest, encodeManifest, encodeWithIntegerKeys, heartbeatFields, HEARTBEAT_KEYS, HW_INFO_KEYS, reportFields } from '../../../src/actors/coap/codec.js';
+import { decodeManifest, encodeHeartbeat, encodeManifest, encodeReport, heartbeatFields, reportFields } from '../../../src/shared/wire/cbor.js';
 import type { Manifest } from '../../../src/messages/manifester.js';
-import { validateHeartbeat } from '../../../src/shared/device-messages.js';
+import { validateHeartbeat } from '../../../src/shared/wire/validate.js';
 
 const hash = 'ab'.repeat(32);
 
 t.test('a heartbeat with integer keys validates like its JSON twin', async (t) => {
   const json = { device_id: 'd-1', version_hash: hash, hw_info: { arch: 'arm64', os: 'linux', free_ram: 1 << 28, free_disk: 2 ** 40 }, timestamp: 1_700_000_000, version: '1.0', artifact: 'app/linux/arm64' };
-  const cbor = encodeWithIntegerKeys(json, HEARTBEAT_KEYS, { hw_info: HW_INFO_KEYS });
+  const cbor = encodeHeartbeat(json);
   t.same(heartbeatFields(cbor), json, 'integer keys map back to the JSON names, nested map included');
   t.same(validateHeartbeat(heartbeatFields(cbor)), validateHeartbeat(json));
   t.ok(cbor.length < JSON.stringify(json).length * 0.8, `CBOR ${cbor.length} bytes against JSON ${JSON.stringify(json).length}`);
 });
 
 t.test('unknown and string keys are ignored, as JSON ignores unknown properties', async (t) => {
-  const cbor = encodeWithIntegerKeys({ device_id: 'd', version_hash: hash }, HEARTBEAT_KEYS);
+  const cbor = encodeHeartbeat({ device_id: 'd', version_hash: hash });
   const withExtra = Buffer.concat([Buffer.from([cbor[0]! + 2]), cbor.subarray(1), Buffer.from([0x18, 99, 0x01, 0x61, 0x61, 0x02])]);
   t.same(heartbeatFields(withExtra), { device_id: 'd', version_hash: hash });
 });
@@ -27,7 +27,7 @@ t.test('a manifest encodes with integer keys and decodes to the same values', as
   const cbor = encodeManifest(manifest);
   t.equal(cbor[1], 0x01, 'the first key is the integer 1');
   const decoded = decodeManifest(cbor);
-  t.same({ ...decoded, target_size: Number(decoded.target_size) }, manifest);
+  t.same(decoded, manifest, 'a size above 2^32 comes back as a number');
   t.ok(cbor.length < JSON.stringify(manifest).length);
 });
 
@@ -45,4 +45,15 @@ t.test('hostile CBOR is MALFORMED_BODY without a large allocation', async (t) =>
     t.throws(() => heartbeatFields(body), { code: 'MALFORMED_BODY' }, name);
   }
   t.throws(() => validateHeartbeat(reportFields(Buffer.from([0x01]))), { code: 'MALFORMED_BODY' }, 'a non-map is refused by the validator');
+});
+
+t.test('a report round-trips through its integer keys', async (t) => {
+  const report = { device_id: 'd-1', previous_hash: hash, new_hash: 'cd'.repeat(32), success: false, rollback_reason: 'health check failed', timestamp: 1_700_000_000 };
+  const cbor = encodeReport(report);
+  t.equal(cbor[1], 0x01, 'device_id is key 1');
+  t.same(reportFields(cbor), report);
+});
+
+t.test('a manifest body that is not a map is MALFORMED_BODY', async (t) => {
+  t.throws(() => decodeManifest(Buffer.from([0x01])), { code: 'MALFORMED_BODY' });
 });

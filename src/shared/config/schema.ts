@@ -1,0 +1,176 @@
+import { z } from 'zod';
+import { LOG_LEVELS } from '../logger.js';
+import {
+  bool, bytesIn, durationMs, hostPort, int, leaf, oneOf, optionalText, Problem, readText, requiredText, resolvedAgainst, section, textList, type Field,
+} from './schema-kit.js';
+
+// Every key of `updater serve --config` is declared here, once: YAML name, default, bounds,
+// unit (converted to bytes or milliseconds here and nowhere else) and the line of
+// docs/configuration.md (kept in step by test/shared/config/docs.test.ts). The Config type
+// is derived from this table. Checks that span keys (admin.token vs token_file, tracks,
+// default_artifact, readable files) are in load.ts. How to add a key: docs/architecture.md.
+
+const MB = 1024 * 1024;
+
+/** Delta engines: our own (native/delta) and bsdiff-node, kept as the fallback. */
+export const DELTA_ENGINES = ['native', 'bsdiff-node'] as const;
+export type DeltaEngine = (typeof DELTA_ENGINES)[number];
+
+/** One entry of `artifacts` (and the legacy `target`, which has only version and binary). */
+function trackFields(base: string) {
+  return {
+    name: optionalText('name', { meaning: 'track name' }),
+    os: optionalText('os', { meaning: 'operating system' }),
+    arch: optionalText('arch', { meaning: 'architecture' }),
+    version: requiredText('version', { meaning: 'version told to devices' }),
+    binary: path(base, requiredText('binary', { meaning: 'server-side path of the binary' })),
+  };
+}
+
+/** A text key holding a path, resolved against the directory of the configuration file. */
+function path<T extends string | undefined>(base: string, field: Field<T>): Field<T> {
+  return { ...field, schema: field.schema.transform((text) => (text === undefined ? text : resolvedAgainst(base, text)) as T) };
+}
+
+export function configSchema(base: string) {
+  const track = trackFields(base);
+  const { name: _name, os: _os, arch: _arch, ...targetOnly } = track;
+  return section('', {
+    listen: section('listen', {
+      http: hostPort('http', { default: '127.0.0.1:8080', meaning: 'HTTP listener, `host:port`' }),
+      https: hostPort('https', { meaning: 'HTTPS listener for devices, `host:port`; needs `tls`' }),
+      admin: hostPort('admin', {
+        meaning: 'the admin API\'s own listener (plain HTTP, `host:port`); when set, `/admin/*` is not served on `listen.http` or `listen.https`',
+      }),
+      coap: hostPort('coap', { meaning: 'CoAP listener (UDP `host:port`); leave out to run without CoAP' }),
+    }),
+    // Present exactly when listen.https is (load.ts checks both files and that they match).
+    tls: absentUnlessGiven(section('tls', {
+      certFile: path(base, requiredText('cert_file', {
+        shown: 'required with `listen.https`', meaning: 'PEM certificate chain of the HTTPS listener (server certificate first)',
+      })),
+      keyFile: path(base, requiredText('key_file', {
+        shown: 'required with `listen.https`', meaning: 'PEM private key of that certificate, unencrypted (PKCS#8 or the traditional form)',
+      })),
+    })),
+    signing: section('signing', {
+      privateKeyFile: path(base, requiredText('private_key_file', {
+        meaning: 'Ed25519 key written by `updater keygen`', hint: 'create one with "updater keygen --out FILE"',
+      })),
+    }),
+    admin: section('admin', {
+      token: leaf('token', { default: 'one of the two is required', meaning: 'Bearer token of the admin API, at least 32 characters, no white space' },
+        (value) => {
+          if (value !== undefined && typeof value !== 'string') throw new Problem('must be a string');
+          return value;
+        }),
+      tokenFile: path(base, optionalText('token_file', { shown: 'one of the two is required', meaning: 'a file holding that token (surrounding white space ignored)' })),
+      authFailureBurst: int('auth_failure_burst', { default: 10, min: 1, meaning: 'capacity of the global bucket of failed authentications' }),
+      authFailureRefillPerSecond: int('auth_failure_refill_per_second', { default: 1, min: 1, meaning: 'its refill rate' }),
+    }),
+    store: section('store', {
+      dir: path(base, requiredText('dir', { meaning: 'the content-addressed store (`binaries/`, `deltas/`, `work/`)' })),
+      // Directories the admin API may publish from (besides the configured artifacts' own).
+      publishRoots: paths(base, textList('publish_roots', {
+        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration and `store.dir` are refused always',
+      })),
+      stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API; refused beside a `postgres://` database, which holds the tracks then ([scaling.md](scaling.md))' })),
+      targetCacheBytes: bytesIn('MB', 'target_cache_mb', { default: 256, min: 0, meaning: 'byte budget of cached delta targets (0 disables)' }),
+      hotDeltaCacheBytes: bytesIn('MB', 'hot_delta_cache_mb', { default: 64, min: 0, meaning: 'byte budget of the hot transfer cache, deltas and full files together' }),
+      deltaConcurrency: int('delta_concurrency', { default: 2, min: 1, max: 64, meaning: 'concurrent delta generations (diff threads)' }),
+      deltaEngine: oneOf('delta_engine', DELTA_ENGINES, {
+        default: 'native',
+        meaning: '`native`: our engine (SA-IS suffix array, streamed, in a child process; about 5 × source + target + 40 MiB per generation); `bsdiff-node`: the previous library, kept as a fallback (about 21 × the larger input, in the diff thread)',
+      }),
+      deltaMaxSourceBytes: bytesIn('MB', 'delta_max_source_mb', { default: 512, min: 0, meaning: 'size cap on either binary of a pair; 0 disables' }),
+      fullCompressionLevel: int('full_compression_level', {
+        default: 19, min: 1, max: 22, meaning: 'zstd level of `{hash}.full.zst`; lower it for very large images that must be ready sooner',
+      }),
+      watchSettleMs: durationMs('watch_settle', { default: '5s', minMs: 100, meaning: 'how long a watched binary must stay unchanged before it is republished' }),
+    }),
+    manifest: section('manifest', {
+      cacheSize: int('cache_size', { default: 10_000, min: 0, meaning: 'entries of the signed-manifest LRU' }),
+      chunkSize: int('chunk_size', { default: 65_536, min: 16, max: 16 * MB, meaning: '`chunk_size` told to devices (a Range length or Block2 size)' }),
+      retryAfterSeconds: seconds(durationMs('retry_after', { default: '30s', minMs: 1000, meaning: '`retry_after` of a pending answer, in whole seconds on the wire' })),
+    }),
+    // node-coap's duplicate-detection cache is unbounded in practice at its 32 MiB default
+    // (each entry also pins a retransmission sender): it is a budget of its own (docs/coap.md).
+    coap: section('coap', {
+      dedupCacheBytes: int('dedup_cache_bytes', { default: MB, min: 4096, max: 1024 * MB, meaning: 'byte budget of the CoAP duplicate-detection cache' }),
+      maxInFlight: int('max_in_flight', { default: 1024, min: 1, max: 1_000_000, meaning: 'CoAP requests handled at once; more are answered 5.03' }),
+    }),
+    allowFullDownload: bool('allow_full_download', { default: false, meaning: 'full mode for devices whose binary the store does not hold' }),
+    logLevel: oneOf('log_level', LOG_LEVELS, { default: 'info', meaning: '`trace`, `debug`, `info`, `warn` or `error`' }),
+    retention: section('retention', {
+      enabled: bool('enabled', { default: false, meaning: 'retention sweeper on or off' }),
+      intervalMs: durationMs('interval', { default: '6h', minMs: 1000, meaning: 'time between sweeps' }),
+      historyDepth: int('history_depth', { default: 3, min: 0, max: 1000, meaning: 'superseded targets kept per track as delta sources' }),
+      deltaMaxAgeMs: durationMs('delta_max_age', { default: '720h', minMs: 1000, meaning: 'maximum age of a derived file' }),
+      deltasMaxTotalBytes: bytesIn('MB', 'deltas_max_total_mb', { default: 0, min: 0, meaning: 'size cap of the deltas directory; 0 disables' }),
+      collectOrphanBinaries: bool('collect_orphan_binaries', { default: false, meaning: 'opt-in for binary collection' }),
+      orphanBinaryMinAgeMs: durationMs('orphan_binary_min_age', { default: '24h', minMs: 0, meaning: 'grace period before an unreferenced binary may go' }),
+    }),
+    artifacts: list(section('artifacts', track), {
+      default: '`[]`', meaning: 'tracks: `name`, `os`, `arch`, `version`, `binary` (a server-side path)',
+    }),
+    target: optional(section('target', targetOnly), {
+      default: '(none)', meaning: 'legacy single-target form `{version, binary}`, folded into a track named `default`; not together with `artifacts`',
+    }),
+    database: leaf('database', {
+      default: '`updater.db` in `store.dir`',
+      meaning: 'the fleet database: an SQLite file path, or a `postgres://user:password@host:port/db` URL ([fleet.md](fleet.md)); one that cannot be reached at start exits 2 naming `database`. A `postgres://` URL also makes the server a cluster replica: tracks, rollouts and coordination live there ([scaling.md](scaling.md))',
+    }, (value) => {
+      const text = readText(value);
+      if (text === undefined) return undefined;
+      if (text.trim() === '') throw new Problem('must be a file path or a postgres:// URL');
+      if (/^postgres(ql)?:/.test(text)) {
+        try {
+          new URL(text);
+        } catch {
+          throw new Problem('is not a valid postgres:// URL');
+        }
+        return text;
+      }
+      if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) throw new Problem('must be a file path or a postgres:// URL (no other scheme is supported)');
+      return resolvedAgainst(base, text);
+    }),
+    fleet: section('fleet', {
+      enabled: bool('enabled', { default: true, meaning: 'the fleet inventory (the `fleet` actor and its database); `false` answers the fleet admin calls with `FLEET_DISABLED`' }),
+      flushIntervalMs: durationMs('flush_interval', { default: '1s', minMs: 10, meaning: 'how often buffered heartbeats and reports are written, in one transaction' }),
+      bufferBytes: bytesIn('MB', 'buffer_mb', {
+        default: 16, min: 1, max: 64 * 1024, meaning: 'byte budget of records waiting to be written; when full, the oldest `last_seen`-only updates are dropped first',
+      }),
+      deviceMaxAgeMs: durationMs('device_max_age', { default: '2160h', minMs: 1000, zeroMeansOff: true, meaning: 'a device not seen for this long is deleted by fleet retention; `0` keeps all' }),
+      reportMaxAgeMs: durationMs('report_max_age', { default: '720h', minMs: 1000, zeroMeansOff: true, meaning: 'reports older than this are deleted; `0` keeps all' }),
+    }),
+    defaultArtifact: optionalText('default_artifact', {
+      shown: 'inferred with one track', meaning: 'track key answering heartbeats that name no artifact; required with several tracks',
+    }),
+  });
+}
+
+/** The parsed document, before the checks that span keys (load.ts). */
+export type ConfigDocument = z.output<ReturnType<typeof configSchema>['schema']>;
+
+function paths(base: string, field: Field<string[]>): Field<string[]> {
+  return { ...field, schema: field.schema.transform((list) => list.map((text) => resolvedAgainst(base, text))) };
+}
+
+function seconds(field: Field<number>): Field<number> {
+  return { ...field, schema: field.schema.transform((ms) => Math.ceil(ms / 1000)) };
+}
+
+function list<T>(item: Field<T>, doc: { default: string; meaning: string }): Field<T[] | undefined> {
+  const schema = z.array(item.schema, { error: 'must be a list' }).optional();
+  return { key: item.key, schema, doc };
+}
+
+function optional<T>(inner: Field<T>, doc: { default: string; meaning: string }): Field<T | undefined> {
+  // An absent map stays absent (a section alone would take its defaults).
+  return { key: inner.key, schema: inner.schema.optional(), doc };
+}
+
+/** A section that stays absent when the YAML leaves it out; its keys keep their own docs rows. */
+function absentUnlessGiven<T>(inner: Field<T>): Field<T | undefined> {
+  return { ...inner, schema: inner.schema.optional() };
+}

@@ -1,0 +1,129 @@
+import { Decoder, Encoder, setSizeLimits } from 'cbor-x';
+import { UpdaterError } from '../errors.js';
+import { HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS, type HeartbeatWire, type ManifestWire, type ReportWire } from './keys.js';
+
+// CBOR bodies of the device protocol with the integer keys of keys.ts, for the CoAP front-end,
+// the agent, the load harness, the benchmarks and the tests alike. Decoding maps integer keys
+// to the JSON names, so the one validator (validate.ts) applies to both transports. Unknown
+// keys are ignored, as JSON ignores unknown properties. Plain CBOR maps (no tag 259, no cbor-x
+// records), so any CBOR implementation reads them.
+
+/** Device messages are flat maps with one nested map (hw_info): nothing deeper is ever valid. */
+export const MAX_CBOR_DEPTH = 3;
+
+// A device message has at most a dozen keys. cbor-x checks declared lengths against these
+// limits and against the bytes left before it allocates, so a five-byte header declaring a
+// four-billion-element array is refused without allocating it. The limits are per thread and
+// apply to every thread that loads this module, none of which decodes anything larger.
+setSizeLimits({ maxArraySize: 64, maxMapSize: 64, maxObjectSize: 64 });
+
+// Maps stay Maps, so integer keys stay integers and no key can reach an object prototype.
+const decoder = new Decoder({ mapsAsObjects: false, useRecords: false });
+const encoder = new Encoder({ mapsAsObjects: false, useRecords: false, variableMapSize: true });
+
+/** One message's key table, with its inverse computed here rather than written out. */
+class KeyTable {
+  private readonly names: ReadonlyMap<number, string>;
+  constructor(private readonly keys: Readonly<Record<string, number>>, private readonly nested: Readonly<Record<string, KeyTable>> = {}) {
+    this.names = new Map(Object.entries(keys).map(([name, key]) => [key, name]));
+  }
+
+  /** Renames the integer keys of a decoded map; a non-map passes through for the validator to refuse. */
+  fromIntegers(value: unknown): unknown {
+    if (!(value instanceof Map)) return value;
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of value) {
+      const name = typeof key === 'number' ? this.names.get(key) : undefined;
+      if (name === undefined) continue;
+      const table = this.nested[name];
+      out[name] = table ? table.fromIntegers(inner) : inner;
+    }
+    return out;
+  }
+
+  toIntegers(fields: Readonly<Record<string, unknown>>): Map<number, unknown> {
+    const map = new Map<number, unknown>();
+    for (const [name, value] of Object.entries(fields)) {
+      const key = this.keys[name];
+      if (key === undefined || value === undefined) continue;
+      const table = this.nested[name];
+      map.set(key, table && typeof value === 'object' && value !== null ? table.toIntegers(value as Record<string, unknown>) : wireInteger(value));
+    }
+    return map;
+  }
+}
+
+const HEARTBEAT = new KeyTable(HEARTBEAT_KEYS, { hw_info: new KeyTable(HW_INFO_KEYS) });
+const REPORT = new KeyTable(REPORT_KEYS);
+const MANIFEST = new KeyTable(MANIFEST_KEYS);
+
+/** Decodes a CBOR body of at most a few KiB; anything that is not exactly one CBOR item is MALFORMED_BODY. */
+export function decodeCbor(body: Uint8Array): unknown {
+  if (body.length === 0) throw new UpdaterError('MALFORMED_BODY', 'the body is empty; CBOR expected');
+  let value: unknown;
+  try {
+    value = decoder.decode(body);
+  } catch {
+    // Truncated input, a declared length beyond the data, trailing bytes, or a stack
+    // overflow from nesting: all the same client mistake.
+    throw new UpdaterError('MALFORMED_BODY', 'the body is not valid CBOR');
+  }
+  if (depthOf(value, 0) > MAX_CBOR_DEPTH) throw new UpdaterError('MALFORMED_BODY', `the body nests deeper than ${MAX_CBOR_DEPTH} levels`);
+  return value;
+}
+
+/** Nesting depth, giving up as soon as it passes the limit so a deep value costs little. */
+function depthOf(value: unknown, depth: number): number {
+  if (depth > MAX_CBOR_DEPTH) return depth;
+  let deepest = depth;
+  const visit = (inner: unknown) => {
+    deepest = Math.max(deepest, depthOf(inner, depth + 1));
+  };
+  if (value instanceof Map) for (const [k, v] of value) { visit(k); visit(v); }
+  else if (Array.isArray(value)) value.forEach(visit);
+  else if (typeof value === 'object' && value !== null && !ArrayBuffer.isView(value)) Object.values(value).forEach(visit);
+  return deepest;
+}
+
+/** A heartbeat body with its JSON names, for validateHeartbeat. */
+export function heartbeatFields(body: Uint8Array): unknown {
+  return HEARTBEAT.fromIntegers(decodeCbor(body));
+}
+
+/** A report body with its JSON names, for validateReport. */
+export function reportFields(body: Uint8Array): unknown {
+  return REPORT.fromIntegers(decodeCbor(body));
+}
+
+/**
+ * A heartbeat as CBOR. Fields outside the protocol are left out; a value of the wrong type
+ * is written as it is (tests send such bodies on purpose).
+ */
+export function encodeHeartbeat(heartbeat: HeartbeatWire | Readonly<Record<string, unknown>>): Buffer {
+  return encoder.encode(HEARTBEAT.toIntegers(heartbeat as Readonly<Record<string, unknown>>));
+}
+
+export function encodeReport(report: ReportWire | Readonly<Record<string, unknown>>): Buffer {
+  return encoder.encode(REPORT.toIntegers(report as Readonly<Record<string, unknown>>));
+}
+
+export function encodeManifest(manifest: ManifestWire): Buffer {
+  return encoder.encode(MANIFEST.toIntegers(manifest as unknown as Record<string, unknown>));
+}
+
+/**
+ * A manifest body with its JSON names, for a client's validator. Integers that CBOR carried
+ * as 64-bit values come back as numbers. A body that is not a map is MALFORMED_BODY.
+ */
+export function decodeManifest(body: Uint8Array): Record<string, unknown> {
+  const value = decodeCbor(body);
+  if (!(value instanceof Map)) throw new UpdaterError('MALFORMED_BODY', 'the manifest is not a CBOR map');
+  const manifest = MANIFEST.fromIntegers(value) as Record<string, unknown>;
+  for (const [name, inner] of Object.entries(manifest)) if (typeof inner === 'bigint') manifest[name] = Number(inner);
+  return manifest;
+}
+
+/** cbor-x writes integers above 2^32 as floats; as BigInt they travel as CBOR unsigned integers. */
+function wireInteger(value: unknown): unknown {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0xffff_ffff ? BigInt(value) : value;
+}
