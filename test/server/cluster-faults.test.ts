@@ -26,6 +26,9 @@ async function publishPair(cluster: Cluster, size: number, seed: string): Promis
 
 const realErrors = (errors: Record<string, number>) => Object.entries(errors).filter(([kind]) => kind !== 'client_saturated');
 
+// Three replica starts per test and bounded loads: more than tap's 180 s on a loaded machine.
+t.setTimeout(600_000);
+
 t.test('kill -9 of a replica under load through nginx: every device still updates', async (t) => {
   const cluster = await startCluster(t, 3);
   const { v1 } = await publishPair(cluster, 50_000, 'k9load');

@@ -7,6 +7,9 @@ import { deviceHeartbeat } from '../helpers/rollout.js';
 
 // Three replicas over one PostgreSQL database and one shared store directory (docs/scaling.md).
 
+// Three replica starts per test: more than tap's 180 s on a loaded machine.
+t.setTimeout(480_000);
+
 t.test('a change made on one replica is answered by the others within a second', async (t) => {
   const cluster = await startCluster(t, 3);
   const [a, b, c] = cluster.replicas as [typeof cluster.replicas[0], typeof cluster.replicas[0], typeof cluster.replicas[0]];
