@@ -143,7 +143,8 @@ t.test('a recorded track whose binary the store lost still starts, stays listed 
   const app = await fixture.writeBinary('app.bin', firmware(10_000, 'g-app'));
   const port = await freePort();
   const statePath = join(fixture.dir, 'state', 'tracks.json');
-  const configPath = await writeConfig(fixture, configDocument(fixture, port, [{ name: 'app', version: '1', binary: app.path }], stateOverrides(fixture)));
+  // log_level info: spawnServer waits for the "server started" line.
+  const configPath = await writeConfig(fixture, configDocument(fixture, port, [{ name: 'app', version: '1', binary: app.path }], stateOverrides(fixture, { log_level: 'info' })));
   const { mkdir } = await import('node:fs/promises');
   await mkdir(join(fixture.dir, 'state'), { recursive: true });
   const ghost = sha256Hex(Buffer.from('never stored'));
