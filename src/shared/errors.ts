@@ -15,6 +15,7 @@ export interface ErrorSpec {
 
 export const ERRORS = {
   MALFORMED_BODY: { http: 400, coap: '4.00', message: 'the request body is not valid JSON or CBOR' },
+  BAD_FRAMING: { http: 400, coap: '4.00', message: 'the request\'s framing is ambiguous; the connection is closed' },
   INVALID_FIELD: { http: 400, coap: '4.00', message: 'a field of the request has the wrong type or value' },
   INVALID_HASH: { http: 400, coap: '4.00', message: 'a hash is not 64 lowercase hex characters' },
   INVALID_ARTIFACT_KEY: { http: 400, coap: '4.00', message: 'the track key is not name or name/os/arch with the allowed characters' },

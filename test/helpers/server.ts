@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { loadConfigFile } from '../../src/shared/config/load.js';
 import { startServer, type Supervisor } from '../../src/supervisor/index.js';
 import { freePort, type Fixture } from './fixture.js';
@@ -72,8 +72,16 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-/** `updater serve` as its own process, for signals and kill -9. Resolves once it listens. */
+/**
+ * `updater serve` as its own process, for signals and kill -9. Resolves once it listens, which it
+ * learns from the supervisor's "server started" line: an info line, so a configuration whose
+ * log_level hides it is refused here at once rather than waited on until the deadline.
+ */
 export async function spawnServer(configPath: string, url: string, timeoutMs = 60_000): Promise<ServerProcess> {
+  const level = (parse(await readFile(configPath, 'utf8')) as { log_level?: string } | null)?.log_level ?? 'info';
+  if (!['trace', 'debug', 'info'].includes(level)) {
+    throw new Error(`spawnServer needs log_level info or lower to see "server started"; ${configPath} has ${level}`);
+  }
   const child = spawn(process.execPath, [UPDATER_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   child.stdout!.on('data', (d) => (text += d));

@@ -1,6 +1,7 @@
 import uWS from 'uWebSockets.js';
 import type { Config } from '../../shared/config/types.js';
 import { UpdaterError } from '../../shared/errors.js';
+import { guardFraming } from './framing.js';
 
 // The HTTP actor's listeners: plain HTTP and HTTPS for devices, and an admin listener of its
 // own when `listen.admin` is set (the admin API then never answers on a device listener).
@@ -8,6 +9,8 @@ import { UpdaterError } from '../../shared/errors.js';
 //   listen.http  ─▶ App     ─▶ device routes (+ admin routes unless listen.admin)
 //   listen.https ─▶ SSLApp  ─▶ device routes (+ admin routes unless listen.admin)
 //   listen.admin ─▶ App     ─▶ admin routes only
+//
+// Every route of every listener passes through the framing guard (framing.ts) first.
 
 export type ListenerName = 'http' | 'https' | 'admin';
 
@@ -26,15 +29,15 @@ const EXCLUSIVE_PORT = 1;
 export function planListeners(config: Config): Listener[] {
   const separateAdmin = config.listen.admin !== undefined;
   const listeners: Listener[] = [
-    { name: 'http', app: uWS.App(), ...config.listen.http, servesDevices: true, servesAdmin: !separateAdmin },
+    { name: 'http', app: guardFraming(uWS.App()), ...config.listen.http, servesDevices: true, servesAdmin: !separateAdmin },
   ];
   if (config.listen.https) {
     const tls = config.tls!; // the configuration refuses listen.https without tls
-    const app = uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
+    const app = guardFraming(uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }));
     listeners.push({ name: 'https', app, ...config.listen.https, servesDevices: true, servesAdmin: !separateAdmin });
   }
   if (config.listen.admin) {
-    listeners.push({ name: 'admin', app: uWS.App(), ...config.listen.admin, servesDevices: false, servesAdmin: true });
+    listeners.push({ name: 'admin', app: guardFraming(uWS.App()), ...config.listen.admin, servesDevices: false, servesAdmin: true });
   }
   return listeners;
 }
