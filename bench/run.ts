@@ -36,8 +36,8 @@ function selectSuites(args: readonly string[]): SuiteEntry[] {
 }
 
 async function main(): Promise<number> {
-  const args = process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
+  const args = process.argv.slice(2).filter((a) => a !== '--quick');
+  if (process.argv.includes('--help') || args.includes('-h')) {
     console.log(`usage: npm run bench [-- ${SUITES.map((s) => s.name).join(' | ')} …]\nSee bench/README.md for what each number means.`);
     return 0;
   }

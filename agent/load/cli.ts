@@ -2,12 +2,15 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../src/shared/duration.js';
 import { runLoad, type LoadOptions, type LoadReport } from './run.js';
+import { saturationReasons } from './saturation.js';
 
 export const LOAD_HELP = `usage: updater load [options]
 
 Simulates a fleet of devices against a running server (loopback or your own test hosts only)
-and reports requests/s, heartbeat latency p50/p99/p999, errors by kind, bytes transferred and
-the server's RSS sampled every second from /metrics. Stops by itself after --duration.
+and reports requests/s, latency p50/p99/p999 (all heartbeats, then by kind: HTTP heartbeat,
+CoAP heartbeat, download), its own load (a saturated harness measures itself), errors by
+kind, bytes transferred and the server's RSS sampled every second from /metrics. Stops by
+itself after --duration.
 
   --url URL                 server base address (default http://127.0.0.1:8080)
   --coap-url URL            CoAP address (e.g. coap://127.0.0.1:5683) for --coap-share
@@ -88,6 +91,8 @@ export function formatReport(r: LoadReport): string {
     `requests/s      ${r.requests_per_second.toFixed(0)}   (heartbeats over http ${r.transports.http}, coap ${r.transports.coap})`,
     `heartbeats      ${r.heartbeats}   downloads ${r.downloads}   updates applied ${r.updates_applied}   failed ${r.updates_failed}   reports ${r.reports}`,
     `latency ms      p50 ${r.latency_ms.p50.toFixed(2)}   p99 ${r.latency_ms.p99.toFixed(2)}   p999 ${r.latency_ms.p999.toFixed(2)}   max ${r.latency_ms.max.toFixed(2)}`,
+    ...Object.entries(r.latency_by_kind).map(([kind, l]) => `  ${kind.padEnd(14)}p50 ${l.p50.toFixed(2)}   p99 ${l.p99.toFixed(2)}   p999 ${l.p999.toFixed(2)}   max ${l.max.toFixed(2)}   (${l.count})`),
+    `harness         event loop busy ${(r.harness.event_loop_utilization * 100).toFixed(0)} %, timers late p99 ${r.harness.event_loop_delay_p99_ms} ms, not sent ${r.harness.not_sent}${saturationReasons('this process', r.harness).length > 0 ? '   SATURATED: the figures above measure the harness' : ''}`,
     `outcomes        ${JSON.stringify(r.outcomes)}`,
     `errors          ${JSON.stringify(r.errors)}`,
     `bytes           up ${r.bytes.up}   down ${r.bytes.down}`,

@@ -42,6 +42,17 @@ export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare
   return devices;
 }
 
+/**
+ * Re-images a device, as when a unit is repaired or replaced: it comes back on a superseded
+ * version of its track (owed a delta), or half of the time on an image the server has never
+ * seen (owed the full file).
+ */
+export function reflash(device: Device, track: TrackInfo | undefined): void {
+  if (!track) return;
+  if (track.history.length > 0 && Math.random() < 0.5) device.versionHash = track.history[Math.floor(Math.random() * track.history.length)]!;
+  else device.versionHash = randomBytes(32).toString('hex');
+}
+
 /** A fixed pseudo-random fraction in [0, 1) per device and purpose, evenly spread. */
 function spread(index: number, salt: number): number {
   return (Math.imul(index + 1, 2654435761 + salt * 40503) >>> 0) / 2 ** 32;

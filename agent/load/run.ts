@@ -1,9 +1,11 @@
 import { encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 import { CoapLoadClient } from './coap-transport.js';
-import { buildFleet, discoverTracks, heartbeatFields, reportFields, type Device } from './fleet.js';
+import { buildFleet, discoverTracks, heartbeatFields, reflash, reportFields, type Device } from './fleet.js';
 import { HttpLoadClient } from './http-transport.js';
 import { judgeSoak, mb, readServerRss, type RssSample, type SoakVerdict } from './rss.js';
 import { LoadStats } from './stats.js';
+import type { LatencyRecord, LatencySummary } from './latency.js';
+import { SaturationProbe, type HarnessLoad } from './saturation.js';
 
 export interface LoadOptions {
   url: string;
@@ -23,6 +25,18 @@ export interface LoadOptions {
   adminToken?: string;
   soak?: { boundBytes: number; maxSlopeBytesPerMinute: number };
   progress: (line: string) => void;
+  /** Reuse a fleet from an earlier run (the soak's fill phase, then its plateau). */
+  fleet?: Device[];
+  /** Ends the run early once it returns true (checked every tick). */
+  until?: () => boolean;
+  /**
+   * Share of heartbeats sent by a device that was just re-imaged: to a superseded version of
+   * its track (a delta), or half of the time to an image the server does not know (a full
+   * download). Keeps downloads, signed manifests and the caches busy for a whole soak.
+   */
+  reflashShare?: number;
+  /** Read the server's RSS from /metrics every second (default true). */
+  sampleRss?: boolean;
 }
 
 export interface LoadReport {
@@ -44,6 +58,12 @@ export interface LoadReport {
   bytes: { up: number; down: number };
   rss_mb: { samples: number; first: number; peak: number; last: number; slope_per_minute: number };
   soak?: SoakVerdict;
+  /** Latency by kind: http_heartbeat, coap_heartbeat, download (a download's own GET). */
+  latency_by_kind: Record<string, LatencySummary>;
+  /** The same as mergeable histograms, for a caller that runs several load processes. */
+  latency_records: Record<string, LatencyRecord>;
+  /** This process's own load: a saturated harness measured itself. */
+  harness: HarnessLoad;
 }
 
 const TICK_MS = 20;
@@ -65,7 +85,10 @@ function withTimeout<T>(promise: Promise<T>, ms: number, kind: string): Promise<
 export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const tracks = await discoverTracks(options.url, options.adminToken);
   const coapShare = options.coapUrl ? options.coapShare : 0;
-  const fleet = buildFleet(options.devices, tracks, options.oldShare, coapShare, undefined, options.failRate);
+  const fleet = options.fleet ?? buildFleet(options.devices, tracks, options.oldShare, coapShare, undefined, options.failRate);
+  const trackOf = new Map(tracks.map((t) => [t.key, t]));
+  const probe = new SaturationProbe();
+  let notSent = 0;
   const http = new HttpLoadClient(options.url, options.sockets);
   const coap = options.coapUrl ? new CoapLoadClient(options.coapUrl) : undefined;
   const clientOf = (device: Device) => (device.transport === 'coap' ? coap! : http);
@@ -91,11 +114,14 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     // device ask again and take the same update twice.
     device.busy = true;
     try {
+      if (options.reflashShare && Math.random() < options.reflashShare) reflash(device, trackOf.get(device.artifact));
       const fields = heartbeatFields(device);
       const answer = await withTimeout(device.transport === 'coap'
         ? coap!.heartbeat(encodeHeartbeat(fields))
         : http.heartbeat(JSON.stringify(fields)), HEARTBEAT_DEADLINE_MS, `${device.transport}_heartbeat_timeout`);
-      stats.recordLatency(performance.now() - started);
+      const ms = performance.now() - started;
+      stats.recordLatency(ms);
+      stats.recordKind(`${device.transport}_heartbeat`, ms);
       stats.heartbeats++;
       stats.bytesUp += answer.bytesUp;
       stats.bytesDown += answer.bytesDown;
@@ -116,8 +142,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
 
   const fetchUpdate = async (device: Device, path: string, transferHash: string, targetHash: string) => {
     stats.requests++;
+    const started = performance.now();
     const { status, size, hash } = await withTimeout(clientOf(device).download(path), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
     stats.downloads++;
+    stats.recordKind('download', performance.now() - started);
     stats.bytesDown += size;
     if (status !== 200) return stats.error(`${device.transport}_download_${status}`);
     if (hash !== transferHash) return stats.error('download_hash_mismatch');
@@ -145,6 +173,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   };
 
   const rssTimer = setInterval(async () => {
+    if (options.sampleRss === false) return;
     const bytes = await readServerRss(options.url);
     if (bytes !== undefined) rss.push({ atSeconds: stats.elapsedSeconds(), bytes });
   }, 1000);
@@ -158,12 +187,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   }, 1000);
 
   const deadline = performance.now() + options.durationMs;
-  while (performance.now() < deadline) {
+  while (performance.now() < deadline && !options.until?.()) {
     const due = Math.floor(options.rate * stats.elapsedSeconds()) - sent;
     for (let i = 0; i < due; i++) {
       sent++;
       const device = nextDevice();
       if (!device || inflight >= options.maxInflight) {
+        notSent++;
         stats.error('client_saturated');
         continue;
       }
@@ -176,6 +206,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     }
     await new Promise((r) => setTimeout(r, TICK_MS));
   }
+  const harness = probe.finish(sent - notSent, notSent);
   await Promise.allSettled([...pending]);
   clearInterval(rssTimer);
   clearInterval(progressTimer);
@@ -208,5 +239,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       slope_per_minute: Number(mb(soak?.slopeBytesPerMinute ?? 0)),
     },
     ...(soak ? { soak } : {}),
+    latency_by_kind: Object.fromEntries([...stats.kinds].map(([kind, h]) => [kind, h.summary()])),
+    latency_records: Object.fromEntries([...stats.kinds].map(([kind, h]) => [kind, h.toRecord()])),
+    harness,
   };
 }

@@ -1,8 +1,10 @@
 import { build, type Histogram } from 'hdr-histogram-js';
+import { LatencyHistogram } from './latency.js';
 
 // Counters and a latency record for the load harness. Latencies go into an HDR histogram
 // (microseconds, 3 significant digits): a few tens of kilobytes however long the run,
-// where raw samples would need a buffer sized for the longest run.
+// where raw samples would need a buffer sized for the longest run. Each kind of request (HTTP
+// heartbeat, CoAP heartbeat, download) has one of its own, which load processes can merge.
 
 export class LoadStats {
   readonly started = performance.now();
@@ -17,9 +19,17 @@ export class LoadStats {
   readonly errors = new Map<string, number>();
   readonly outcomes = new Map<string, number>();
   private readonly latencyUs: Histogram = build({ lowestDiscernibleValue: 1, numberOfSignificantValueDigits: 3 });
+  /** Latency by kind of request, e.g. http_heartbeat, coap_heartbeat, download. */
+  readonly kinds = new Map<string, LatencyHistogram>();
 
   recordLatency(ms: number): void {
     this.latencyUs.recordValue(Math.max(1, Math.round(ms * 1000)));
+  }
+
+  recordKind(kind: string, ms: number): void {
+    let histogram = this.kinds.get(kind);
+    if (!histogram) this.kinds.set(kind, (histogram = new LatencyHistogram()));
+    histogram.record(ms);
   }
 
   error(kind: string): void {

@@ -6,6 +6,7 @@ import type { Config } from '../shared/config/types.js';
 import { UpdaterError, serializeError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { exposeOn, releaseRemote, withDeadlines, wrapPort, type Remote } from '../shared/rpc.js';
+import { registerRuntimeMetrics } from '../shared/runtime-metrics.js';
 
 // The actor side of the supervisor protocol: receives its ports, exposes its API on every
 // port peers call it through, keeps one proxy per peer it calls (replaced when the supervisor
@@ -55,11 +56,13 @@ export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) 
     }
   });
 
+  const registry = new Registry();
+  registerRuntimeMetrics(registry, data.actor);
   const ctx: ActorContext = {
     name: data.actor,
     config: data.config,
     log,
-    registry: new Registry(),
+    registry,
     peer<P extends PeerName>(name: P): Peer<PeerApis[P]> {
       const connected = peers.get(name);
       if (!connected) throw new UpdaterError('ACTOR_UNAVAILABLE', `${name} is not connected`);

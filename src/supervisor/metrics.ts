@@ -1,4 +1,5 @@
 import { AggregatorRegistry, Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerRuntimeMetrics } from '../shared/runtime-metrics.js';
 
 // The supervisor owns the process-wide metrics (RSS, event loop, restarts) and merges every
 // actor's registry into one Prometheus page: counters of the same name and labels add up.
@@ -14,6 +15,7 @@ export class SupervisorMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'updater_' });
+    registerRuntimeMetrics(this.registry, 'supervisor');
   }
 
   restarted(actor: string): void {

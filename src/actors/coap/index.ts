@@ -7,6 +7,7 @@ import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { TransferLocator } from '../transfer-locator.js';
+import { boundDedupCache } from './dedup-cache.js';
 import { InFlight } from './in-flight.js';
 import { inspectDatagram } from './guard.js';
 import { createCoapMetrics } from './metrics.js';
@@ -28,8 +29,10 @@ await runActor(async (ctx) => {
   if (!listen) throw new UpdaterError('CONFIG_INVALID', 'the coap front-end runs only when listen.coap is set');
   const { dedupCacheBytes, maxInFlight } = ctx.config.coap;
   const type = isIPv6(listen.host) ? 'udp6' : 'udp4';
-  // cacheSize bounds the bytes of responses kept to answer retransmitted requests.
+  // cacheSize bounds the memory of the responses kept to answer retransmitted requests,
+  // counted with what each one holds (dedup-cache.ts).
   const server = coap.createServer({ type, cacheSize: dedupCacheBytes });
+  boundDedupCache(server);
   const inFlight = new InFlight(maxInFlight);
   const tooLarge = new WeakSet<object>();
   const refused = new WeakMap<object, UpdaterError>();

@@ -14,6 +14,7 @@ import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 import { startClusterSync } from './cluster-sync.js';
+import { plantedLeak } from './test-leak.js';
 
 /** How often rollouts are checked: health counts, then steps that are due. */
 const ROLLOUT_TICK_MS = 1000;
@@ -69,10 +70,17 @@ await runActor(async (ctx) => {
     : undefined;
   const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
   rollouts.start();
+  const leak = plantedLeak(ctx.log);
 
   return {
-    heartbeats: async (batch) => batch.map((request) => answer(() => manifester.heartbeat(request))),
-    heartbeatsJson: async (batch) => batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request)))),
+    heartbeats: async (batch) => {
+      leak?.(batch.length);
+      return batch.map((request) => answer(() => manifester.heartbeat(request)));
+    },
+    heartbeatsJson: async (batch) => {
+      leak?.(batch.length);
+      return batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request))));
+    },
     health: async () => ({ ...manifester.health(), ...(cluster ? { database: cluster.tracks.condition } : {}) }),
     references: async () => ({
       // A rollout's stable target is still answered to devices: its files stay current.

@@ -96,7 +96,7 @@ export function configSchema(base: string) {
     // node-coap's duplicate-detection cache is unbounded in practice at its 32 MiB default
     // (each entry also pins a retransmission sender): it is a budget of its own (docs/coap.md).
     coap: section('coap', {
-      dedupCacheBytes: int('dedup_cache_bytes', { default: MB, min: 4096, max: 1024 * MB, meaning: 'byte budget of the CoAP duplicate-detection cache' }),
+      dedupCacheBytes: int('dedup_cache_bytes', { default: MB, min: 4096, max: 1024 * MB, meaning: 'memory budget of the CoAP duplicate-detection cache: each answer held counts its bytes and its bookkeeping (docs/coap.md)' }),
       maxInFlight: int('max_in_flight', { default: 1024, min: 1, max: 1_000_000, meaning: 'CoAP requests handled at once; more are answered 5.03' }),
     }),
     allowFullDownload: bool('allow_full_download', { default: false, meaning: 'full mode for devices whose binary the store does not hold' }),

@@ -28,6 +28,11 @@ t.test('updater load drives a mixed HTTP and CoAP fleet and reports what happene
   t.same(Object.keys(report.errors).filter((k) => k !== 'client_saturated'), [], 'no errors');
   t.ok(report.rss_mb.samples >= 2 && report.rss_mb.peak > 0, 'the server RSS was sampled');
   t.ok(report.latency_ms.p50 > 0 && report.latency_ms.p99 >= report.latency_ms.p50);
+  for (const kind of ['http_heartbeat', 'coap_heartbeat', 'download']) {
+    const l = report.latency_by_kind[kind];
+    t.ok(l && l.count > 0 && l.p50 > 0 && l.p99 >= l.p50 && l.p999 >= l.p99, `latency of ${kind} reported on its own`);
+  }
+  t.ok(report.harness.sent > 0 && report.harness.event_loop_utilization > 0, 'the harness reports its own load');
   t.match(result.stderr, /heartbeats\/s=/, 'live progress on the terminal');
 });
 

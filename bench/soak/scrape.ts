@@ -1,0 +1,101 @@
+// Reads the server's /metrics page into the figures the soak judges: RSS, each budget's gauge,
+// and per actor thread the V8 heap and the event-loop counters (src/shared/runtime-metrics.ts).
+
+export interface HeapFigures {
+  used: number;
+  total: number;
+  external: number;
+  malloced: number;
+}
+
+export interface Scrape {
+  /** Seconds since the soak started. */
+  readonly at: number;
+  readonly rss: number;
+  readonly targetCache: number;
+  readonly hotCache: number;
+  readonly signedManifests: number;
+  readonly coapDedup: number;
+  readonly diffsInFlight: number;
+  readonly diffThreads: number;
+  readonly fleetBuffer: number;
+  readonly heap: Record<string, HeapFigures>;
+  readonly blockedSeconds: Record<string, number>;
+  readonly busySeconds: Record<string, number>;
+}
+
+interface Sample {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly value: number;
+}
+
+export function parseMetrics(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)/.exec(line);
+    if (!match) continue;
+    const labels: Record<string, string> = {};
+    for (const pair of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
+    out.push({ name: match[1]!, labels, value: Number(match[3]) });
+  }
+  return out;
+}
+
+export function toScrape(at: number, text: string): Scrape {
+  const samples = parseMetrics(text);
+  const one = (name: string, labels: Record<string, string> = {}) =>
+    samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((sum, s) => sum + s.value, 0);
+  const heap: Record<string, HeapFigures> = {};
+  const blockedSeconds: Record<string, number> = {};
+  const busySeconds: Record<string, number> = {};
+  for (const s of samples) {
+    const actor = s.labels.actor;
+    if (!actor) continue;
+    if (s.name === 'updater_actor_heap_bytes') (heap[actor] ??= { used: 0, total: 0, external: 0, malloced: 0 })[s.labels.kind as keyof HeapFigures] = s.value;
+    else if (s.name === 'updater_event_loop_blocked_seconds_total') blockedSeconds[actor] = s.value;
+    else if (s.name === 'updater_event_loop_busy_seconds_total') busySeconds[actor] = s.value;
+  }
+  return {
+    at,
+    rss: one('updater_process_resident_memory_bytes'),
+    targetCache: one('updater_cache_bytes', { cache: 'target' }),
+    hotCache: one('updater_cache_bytes', { cache: 'hot_transfer' }),
+    signedManifests: one('updater_signed_manifest_cache_entries'),
+    coapDedup: one('updater_coap_dedup_cache_bytes'),
+    diffsInFlight: one('updater_diff_jobs', { state: 'in_flight' }),
+    diffThreads: one('updater_diff_threads'),
+    fleetBuffer: one('updater_fleet_buffer_bytes', { kind: 'used' }),
+    heap,
+    blockedSeconds,
+    busySeconds,
+  };
+}
+
+export async function scrape(baseUrl: string, at: number): Promise<Scrape | undefined> {
+  try {
+    const response = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
+    if (!response.ok) return undefined;
+    return toScrape(at, await response.text());
+  } catch {
+    return undefined;
+  }
+}
+
+/** The server process's memory by kind from /proc (Linux): anonymous, file-backed, shared. */
+export async function procMemory(pid: number | undefined): Promise<Record<string, number> | undefined> {
+  if (pid === undefined) return undefined;
+  try {
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(`/proc/${pid}/status`, 'utf8');
+    const out: Record<string, number> = {};
+    for (const key of ['VmRSS', 'RssAnon', 'RssFile', 'RssShmem', 'Threads']) {
+      const m = new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text);
+      if (m) out[key] = key === 'Threads' ? Number(m[1]) : Number(m[1]) * 1024;
+    }
+    return out;
+  } catch {
+    return undefined;
+  }
+}

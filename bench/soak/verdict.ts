@@ -1,0 +1,139 @@
+import { rssFloorGrowthPerMinute, type RssSample } from '../../agent/load/rss.js';
+import type { HeapFigures, Scrape } from './scrape.js';
+
+// The soak's judgements, pure: did every budget fill, and is the plateau flat? A plateau is
+// flat when RSS stays under the documented bound and neither its floor nor any actor's heap
+// floor rises; the actor whose heap rose is named, so a leak is found rather than averaged.
+
+const MB = 1024 * 1024;
+
+export interface Budgets {
+  readonly targetCacheBytes: number;
+  readonly hotCacheBytes: number;
+  readonly manifestEntries: number;
+  /** 0 when the server runs no CoAP listener. */
+  readonly coapDedupBytes: number;
+  readonly deltaConcurrency: number;
+  /** The largest entry a byte cache holds (a full file): an LRU stops short of its budget by up to one. */
+  readonly largestEntryBytes: number;
+}
+
+export interface FillReading {
+  readonly budget: string;
+  readonly gauge: string;
+  readonly limit: number;
+  readonly peak: number;
+  readonly filled: boolean;
+}
+
+export function fillReadings(samples: readonly Scrape[], b: Budgets): FillReading[] {
+  const peak = (read: (s: Scrape) => number) => samples.reduce((m, s) => Math.max(m, read(s)), 0);
+  const row = (budget: string, gauge: string, limit: number, read: (s: Scrape) => number, slack: number): FillReading => {
+    const p = peak(read);
+    return { budget, gauge, limit, peak: p, filled: p >= limit - slack };
+  };
+  const entry = b.largestEntryBytes;
+  const rows = [
+    row('store.target_cache_mb', 'updater_cache_bytes{cache="target"}', b.targetCacheBytes, (s) => s.targetCache, entry),
+    row('store.hot_delta_cache_mb', 'updater_cache_bytes{cache="hot_transfer"}', b.hotCacheBytes, (s) => s.hotCache, entry),
+    row('manifest.cache_size', 'updater_signed_manifest_cache_entries', b.manifestEntries, (s) => s.signedManifests, 0),
+    row('store.delta_concurrency', 'updater_diff_threads', b.deltaConcurrency, (s) => s.diffThreads, 0),
+  ];
+  if (b.coapDedupBytes > 0) rows.push(row('coap.dedup_cache_bytes', 'updater_coap_dedup_cache_bytes', b.coapDedupBytes, (s) => s.coapDedup, 1024));
+  return rows;
+}
+
+export interface PlateauLimits {
+  readonly boundBytes: number;
+  /** Allowed rise of the RSS floor, bytes per minute. */
+  readonly rssFloorBytesPerMinute: number;
+  /** Allowed rise of one actor's heap floor (used, or external), bytes per minute. */
+  readonly actorHeapBytesPerMinute: number;
+}
+
+export interface ActorGrowth {
+  readonly actor: string;
+  readonly start: HeapFigures;
+  readonly end: HeapFigures;
+  /** Floor growth over the plateau, MB per minute. */
+  readonly used_mb_per_min: number;
+  readonly external_mb_per_min: number;
+  /** Share of the plateau's wall time the actor's event loop was blocked. */
+  readonly blocked_share: number;
+  /** Share of the plateau's wall time the actor's event loop ran code. */
+  readonly busy_share: number;
+}
+
+export interface PlateauVerdict {
+  readonly ok: boolean;
+  readonly seconds: number;
+  readonly peakBytes: number;
+  readonly firstFloorBytes: number;
+  readonly lastFloorBytes: number;
+  readonly rssFloorBytesPerMinute: number;
+  readonly actors: readonly ActorGrowth[];
+  /** Actors whose heap floor rose past the limit, largest growth first. */
+  readonly grown: readonly string[];
+  readonly reasons: readonly string[];
+}
+
+export function judgePlateau(samples: readonly Scrape[], limits: PlateauLimits): PlateauVerdict {
+  const reasons: string[] = [];
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  if (!first || !last || samples.length < 10) {
+    return { ok: false, seconds: 0, peakBytes: 0, firstFloorBytes: 0, lastFloorBytes: 0, rssFloorBytesPerMinute: 0, actors: [], grown: [], reasons: ['fewer than 10 samples of /metrics in the plateau'] };
+  }
+  const series = (read: (s: Scrape) => number | undefined): RssSample[] =>
+    samples.flatMap((s) => {
+      const bytes = read(s);
+      return bytes === undefined ? [] : [{ atSeconds: s.at, bytes }];
+    });
+  const rss = series((s) => s.rss);
+  const third = Math.floor(rss.length / 3);
+  const floor = (span: RssSample[]) => Math.min(...span.map((s) => s.bytes));
+  const peakBytes = Math.max(...rss.map((s) => s.bytes));
+  const rssGrowth = rssFloorGrowthPerMinute(rss);
+  const seconds = last.at - first.at;
+  const actors = Object.keys(last.heap).filter((a) => first.heap[a]).map((actor): ActorGrowth => {
+    const share = (counter: Record<string, number>, firstCounter: Record<string, number>) => {
+      const d = (counter[actor] ?? 0) - (firstCounter[actor] ?? 0);
+      return seconds > 0 && d >= 0 ? Number((d / seconds).toFixed(4)) : 0;
+    };
+    return {
+      actor,
+      start: first.heap[actor]!,
+      end: last.heap[actor]!,
+      used_mb_per_min: rssFloorGrowthPerMinute(series((s) => s.heap[actor]?.used)) / MB,
+      external_mb_per_min: rssFloorGrowthPerMinute(series((s) => s.heap[actor]?.external)) / MB,
+      blocked_share: share(last.blockedSeconds, first.blockedSeconds),
+      busy_share: share(last.busySeconds, first.busySeconds),
+    };
+  });
+  const limitMb = limits.actorHeapBytesPerMinute / MB;
+  const grown = actors
+    .filter((a) => a.used_mb_per_min > limitMb || a.external_mb_per_min > limitMb)
+    .sort((x, y) => Math.max(y.used_mb_per_min, y.external_mb_per_min) - Math.max(x.used_mb_per_min, x.external_mb_per_min))
+    .map((a) => a.actor);
+  if (peakBytes > limits.boundBytes) reasons.push(`peak RSS ${mbText(peakBytes)} MB is over the documented bound of ${mbText(limits.boundBytes)} MB`);
+  if (rssGrowth > limits.rssFloorBytesPerMinute) reasons.push(`the RSS floor rose ${mbText(rssGrowth)} MB/min over the plateau (limit ${mbText(limits.rssFloorBytesPerMinute)})`);
+  for (const actor of grown) {
+    const a = actors.find((x) => x.actor === actor)!;
+    reasons.push(`actor ${actor} grew: heap used floor ${a.used_mb_per_min.toFixed(2)} MB/min, external ${a.external_mb_per_min.toFixed(2)} MB/min (limit ${limitMb.toFixed(2)}); used ${mbText(a.start.used)} → ${mbText(a.end.used)} MB`);
+  }
+  return {
+    ok: reasons.length === 0,
+    seconds,
+    peakBytes,
+    firstFloorBytes: floor(rss.slice(0, Math.max(1, third))),
+    lastFloorBytes: floor(rss.slice(rss.length - Math.max(1, third))),
+    rssFloorBytesPerMinute: rssGrowth,
+    actors,
+    grown,
+    reasons,
+  };
+}
+
+export function mbText(bytes: number): string {
+  return (bytes / MB).toFixed(1);
+}

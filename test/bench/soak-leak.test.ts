@@ -1,0 +1,37 @@
+import t from 'tap';
+import { runSoak, soakOptions, type SoakOptions } from '../../bench/soak.js';
+
+// The quick soak against a real server, twice: with a leak planted in the manifester through
+// its test-only fault hook (every heartbeat keeps 4 KiB of its heap), and without. A leak
+// detector that has never caught a leak proves nothing, and one that fails a healthy server
+// is no better. Latency and the harness's saturation are not judged here (the machine is
+// shared with the rest of the suite); the memory judgement is.
+
+// Two quick soaks of about 100 s each (server start, fill, a 45 s window): more than tap's
+// 180 s per file on a loaded machine.
+t.setTimeout(600_000);
+
+const quick = (): SoakOptions => {
+  const base = soakOptions(true, {});
+  // The server is the subject: tap's own NODE_OPTIONS (its process-info hook) stay out of it.
+  return { ...base, serverEnv: { NODE_OPTIONS: '' }, pin: false, rate: 200, devices: 1000, windowSeconds: 45, fillMaxSeconds: 90, hostilePerSecond: 5, log: (line) => t.comment(line) };
+};
+
+t.test('the quick soak fails on a planted leak and names the actor that grew', async (t) => {
+  const result = await runSoak({ ...quick(), serverEnv: { NODE_OPTIONS: '', UPDATER_TEST_HOOKS: '1', UPDATER_TEST_LEAK_BYTES_PER_HEARTBEAT: '4096' } });
+  t.comment(result.reasons.join('\n'));
+  t.not(result.verdict, 'PASS', 'the soak does not pass');
+  t.equal(result.plateau.grown[0], 'manifester', 'the manifester is named first');
+  t.ok(result.reasons.some((r) => r.startsWith('actor manifester grew')), 'the reason names it');
+});
+
+t.test('the same quick soak passes its memory judgement without the leak', async (t) => {
+  const result = await runSoak(quick());
+  t.comment(result.reasons.join('\n'));
+  t.same(result.plateau.grown, [], 'no actor heap grew');
+  t.notOk(result.plateau.reasons.some((r) => r.includes('over the documented bound')), 'RSS stayed under the documented bound');
+  // The RSS floor is reported, not judged, here: 45 s right after the fill on a machine that
+  // runs the rest of the suite sees the native allocator still growing (bench/README.md).
+  t.comment(`RSS floor ${(result.plateau.rssFloorBytesPerMinute / 1048576).toFixed(1)} MB/min, peak ${(result.plateau.peakBytes / 1048576).toFixed(0)} of ${(result.boundBytes / 1048576).toFixed(0)} MB`);
+  t.ok(result.fill.readings.every((r) => r.filled), 'every budget was filled first');
+});

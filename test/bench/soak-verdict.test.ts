@@ -1,0 +1,56 @@
+import t from 'tap';
+import type { HeapFigures, Scrape } from '../../bench/soak/scrape.js';
+import { toScrape } from '../../bench/soak/scrape.js';
+import { fillReadings, judgePlateau } from '../../bench/soak/verdict.js';
+
+const MB = 1024 * 1024;
+const heap = (used: number): HeapFigures => ({ used, total: used + 4 * MB, external: 3 * MB, malloced: MB });
+
+/** A plateau of `seconds` samples: RSS breathing around 250 MB, the manifester's heap growing by `leakPerSecond`. */
+function plateau(seconds: number, leakPerSecond: number, rssLeakPerSecond = 0): Scrape[] {
+  return Array.from({ length: seconds }, (_, i) => ({
+    at: 100 + i, rss: 250 * MB + (i % 7) * MB + i * rssLeakPerSecond, targetCache: 0, hotCache: 0, signedManifests: 0, coapDedup: 0, diffsInFlight: 0, diffThreads: 0, fleetBuffer: 0,
+    heap: { http: heap(12 * MB + (i % 5) * MB), manifester: heap(10 * MB + (i % 5) * MB + i * leakPerSecond) },
+    blockedSeconds: { http: i * 0.01, manifester: i * 0.02 }, busySeconds: { http: i * 0.2, manifester: i * 0.1 },
+  }));
+}
+const limits = { boundBytes: 300 * MB, rssFloorBytesPerMinute: MB, actorHeapBytesPerMinute: 0.5 * MB };
+
+t.test('a flat plateau passes; its blocked and busy shares are read per actor', async (t) => {
+  const v = judgePlateau(plateau(120, 0), limits);
+  t.same(v.reasons, []);
+  t.ok(v.ok);
+  const http = v.actors.find((a) => a.actor === 'http')!;
+  t.equal(http.blocked_share, 0.01);
+  t.equal(http.busy_share, 0.2);
+});
+
+t.test('a leaking actor is named even when RSS hides it', async (t) => {
+  const v = judgePlateau(plateau(120, 0.05 * MB), limits);
+  t.notOk(v.ok);
+  t.same(v.grown, ['manifester']);
+  t.match(v.reasons.join(), /actor manifester grew/);
+});
+
+t.test('a rising RSS floor and a peak over the bound fail', async (t) => {
+  const v = judgePlateau(plateau(120, 0, 0.5 * MB), limits);
+  t.match(v.reasons.join('\n'), /RSS floor rose/);
+  t.match(v.reasons.join('\n'), /over the documented bound/);
+  t.notOk(judgePlateau(plateau(5, 0), limits).ok, 'too few samples cannot pass');
+});
+
+t.test('a budget counts as filled when its gauge reached it, within one entry for byte caches', async (t) => {
+  const s = toScrape(1, [
+    'updater_cache_bytes{cache="target"} 1900000',
+    'updater_cache_bytes{cache="hot_transfer"} 1000000',
+    'updater_signed_manifest_cache_entries 60',
+    'updater_coap_dedup_cache_bytes 65500',
+    'updater_diff_threads 2',
+    'updater_actor_heap_bytes{actor="coap",kind="used"} 123',
+  ].join('\n'));
+  t.equal(s.heap.coap!.used, 123);
+  const readings = fillReadings([s], { targetCacheBytes: 2 * MB, hotCacheBytes: 2 * MB, manifestEntries: 60, coapDedupBytes: 65536, deltaConcurrency: 2, largestEntryBytes: 260_000 });
+  t.same(readings.map((r) => [r.budget, r.filled]), [
+    ['store.target_cache_mb', true], ['store.hot_delta_cache_mb', false], ['manifest.cache_size', true], ['store.delta_concurrency', true], ['coap.dedup_cache_bytes', true],
+  ]);
+});
