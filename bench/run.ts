@@ -19,6 +19,7 @@ const SUITES: readonly SuiteEntry[] = [
   { name: 'agent', load: async () => (await import('./agent.js')).runAgentBench },
   { name: 'soak', load: async () => (await import('./soak.js')).runSoakBench },
   { name: 'fleet', load: async () => (await import('./fleet.js')).runFleetBench },
+  { name: 'cluster', load: async () => (await import('./cluster.js')).runClusterBench },
 ];
 
 function loadAverage(): string {

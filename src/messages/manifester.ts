@@ -18,6 +18,8 @@ export type Manifest = ManifestWire;
 export interface HealthView {
   status: 'ok';
   artifacts: Record<string, { version: string; hash: string }>;
+  /** Cluster mode only: whether this replica reaches the shared database. */
+  database?: 'ok' | 'unreachable';
 }
 
 /** The hashes the tracks still need, for retention. */

@@ -77,6 +77,8 @@ export interface StoreKeeperApi extends ControlApi {
    * DELTA_TOO_LARGE when a binary exceeds `store.delta_max_source_mb`.
    */
   ensureDelta(from: string, to: string): Promise<TransferInfo>;
+  /** Cluster mode: indexes `{hash}.bin` that another replica stored in the shared directory. */
+  adoptBinary(hash: string): Promise<BinaryInfo>;
   snapshot(): Promise<StoreSnapshot>;
   /** Whether the store takes writes now (a full or read-only store still serves). */
   condition(): Promise<StoreCondition>;
@@ -98,6 +100,8 @@ export const STORE_KEEPER_DEADLINES_MS = {
   /** A generation can take minutes; this only bounds how long a lost request is remembered. */
   ensureFull: 60 * 60_000,
   ensureDelta: 60 * 60_000,
+  /** Checks a whole binary's hash before it is indexed. */
+  adoptBinary: 10 * 60_000,
   snapshot: 60_000,
   /** Asked by GET /health, which a load balancer polls. */
   condition: 5_000,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
-import { link, open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { link, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { UpdaterError, isUpdaterError } from './errors.js';
 
@@ -96,14 +96,21 @@ export async function openTemp(dir: string): Promise<{ path: string; handle: Fil
   return { path, handle: await open(path, 'wx', 0o644) };
 }
 
-/** Removes the temporaries a crash left behind. Returns how many were removed. */
-export async function removeLeftoverTemps(dir: string): Promise<number> {
+/**
+ * Removes the temporaries a crash left behind. Returns how many were removed. With
+ * `minAgeMs`, only those not modified for that long (a shared directory: others write too).
+ */
+export async function removeLeftoverTemps(dir: string, minAgeMs = 0): Promise<number> {
   let removed = 0;
   for (const name of await readdir(dir)) {
-    if (name.startsWith(TEMP_PREFIX)) {
-      await unlink(join(dir, name)).catch(() => undefined);
-      removed++;
+    if (!name.startsWith(TEMP_PREFIX)) continue;
+    const path = join(dir, name);
+    if (minAgeMs > 0) {
+      const modified = await stat(path).then((s) => s.mtimeMs, () => Date.now());
+      if (Date.now() - modified < minAgeMs) continue;
     }
+    await unlink(path).catch(() => undefined);
+    removed++;
   }
   return removed;
 }

@@ -51,7 +51,7 @@ export const ERRORS = {
   INVALID_CURSOR: { http: 400, coap: '4.00', message: 'the cursor is not one this server handed out' },
   DEVICE_NOT_FOUND: { http: 404, coap: '4.04', message: 'no device with that id is in the inventory' },
   FLEET_DISABLED: { http: 404, coap: '4.04', message: 'the fleet inventory is turned off (fleet.enabled: false)' },
-  DATABASE_UNREACHABLE: { http: 503, coap: '5.03', message: 'the fleet database cannot be reached' },
+  DATABASE_UNREACHABLE: { http: 503, coap: '5.03', message: 'the database cannot be reached (the fleet inventory; in a cluster, every admin write)' },
   CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid', internal: true },
   STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt', internal: true },
   STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied', internal: true },

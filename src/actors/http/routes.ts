@@ -99,7 +99,8 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
       ctx.call('store-keeper', (s) => s.condition()),
     ]);
     // A full or read-only store still serves devices; it only refuses publishes and new files.
-    sendJson(ex, 200, { ...health, status: store === 'writable' ? 'ok' : 'degraded', store });
+    // So does a cluster replica that lost its database (docs/scaling.md).
+    sendJson(ex, 200, { ...health, status: store === 'writable' && health.database !== 'unreachable' ? 'ok' : 'degraded', store });
   });
 
   route('get', '/metrics', 'metrics', async (ex) => {

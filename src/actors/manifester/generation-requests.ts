@@ -33,6 +33,11 @@ export class GenerationRequests implements StoreRequests {
     this.ask(hash, (s) => s.ensureFull(hash));
   }
 
+  /** Cluster mode: the store indexes a binary another replica stored in the shared directory. */
+  adoptBinary(hash: string): void {
+    this.ask(`${hash}.bin`, (s) => s.adoptBinary(hash));
+  }
+
   /** After a store-keeper restart nothing asked before is still under way. */
   forgetPending(): void {
     this.pending.clear();

@@ -13,6 +13,7 @@ import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
+import { startClusterSync } from './cluster-sync.js';
 import { plantedLeak } from './test-leak.js';
 
 /** How often rollouts are checked: health counts, then steps that are due. */
@@ -42,6 +43,8 @@ await runActor(async (ctx) => {
   const watcher = new BinaryWatcher(config.store.watchSettleMs, (key) => {
     admin.reloadOne(key).catch((err) => ctx.log.warn({ err, artifact: key }, 'could not republish a watched binary; will try again on its next change'));
   }, ctx.log);
+  // Cluster mode (database: postgres://…): the tracks live in the database (cluster-sync.ts).
+  const cluster = await startClusterSync(ctx, tracks, (keys) => admin.trackChangedElsewhere(keys), () => admin.sync());
   const admin = new TrackAdmin({
     config,
     log: ctx.log,
@@ -51,13 +54,16 @@ await runActor(async (ctx) => {
       registerBinary: (path) => ctx.call('store-keeper', (s) => s.registerBinary(path)),
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
+      adoptBinary: (hash) => requests.adoptBinary(hash),
     },
     onTracksChanged: (all) => watcher.sync(all),
+    ...(cluster ? { cluster: cluster.tracks } : {}),
   });
   // Configuration is authoritative for the tracks it names (spec 3.2): every boot republishes
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
   // which fails the start.
   await admin.boot();
+  cluster?.start();
   // Without the fleet inventory there are no report counts: rollouts step and obey commands, but never pause themselves.
   const health = config.fleet.enabled
     ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call('fleet', (f) => f.rolloutHealth(queries))
@@ -75,7 +81,7 @@ await runActor(async (ctx) => {
       leak?.(batch.length);
       return batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request))));
     },
-    health: async () => manifester.health(),
+    health: async () => ({ ...manifester.health(), ...(cluster ? { database: cluster.tracks.condition } : {}) }),
     references: async () => ({
       // A rollout's stable target is still answered to devices: its files stay current.
       current: tracks.all().flatMap((t) => (t.rollout?.stable && t.rollout.stable.hash !== t.hash ? [t.hash, t.rollout.stable.hash] : [t.hash])),
@@ -94,6 +100,7 @@ await runActor(async (ctx) => {
     drain: async () => {
       await rollouts.stop();
       await watcher.close();
+      await cluster?.close();
     },
   } satisfies ManifesterApi;
 });

@@ -45,13 +45,18 @@ export function encodeState(state: PersistedState): string {
     saved_at: new Date().toISOString(),
     default: state.default,
     config_default: state.configDefault,
-    tracks: state.tracks.map((t) => ({
-      artifact: t.key, name: t.name, os: t.os, arch: t.arch, version: t.version, hash: t.hash, size: t.size,
-      source: t.source, binary: t.binary, history: [...t.history],
-      ...(t.rollout ? { rollout: encodeRollout(t.rollout) } : {}),
-    })),
+    tracks: state.tracks.map(trackRecord),
   };
   return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/** One track as the state file records it (and a cluster's database, as JSON text). */
+export function trackRecord(t: Track): StateDocument['tracks'][number] {
+  return {
+    artifact: t.key, name: t.name, os: t.os, arch: t.arch, version: t.version, hash: t.hash, size: t.size,
+    source: t.source, binary: t.binary, history: [...t.history],
+    ...(t.rollout ? { rollout: encodeRollout(t.rollout) } : {}),
+  };
 }
 
 /** Whether two states would record the same thing (the write time aside). */

@@ -11,6 +11,8 @@ import type { RolloutPlan } from '../../shared/rollout-plan.js';
 import { isActive, replaced, rolloutView, startRollout, successorBasis, type Rollout } from './rollout.js';
 import { KeyedQueues, SerialQueue } from './serial.js';
 import type { SignedManifests } from './signer.js';
+import { bootClusterTracks } from './cluster-boot.js';
+import type { ClusterTracks } from './cluster-tracks.js';
 import { checkPublishPath } from './publish-paths.js';
 import { readState, sameState, writeState, type PersistedState } from './state-file.js';
 import type { Track, TrackTable } from './tracks.js';
@@ -35,6 +37,8 @@ export interface StoreAccess {
   ensureFull(hash: string): void;
   /** Whether the store (as the manifester's replica knows it) holds the binary. */
   holdsBinary(hash: string): boolean;
+  /** Cluster mode: has the store index a binary another replica wrote (in the background). */
+  adoptBinary(hash: string): void;
 }
 
 export interface TrackAdminDeps {
@@ -45,6 +49,8 @@ export interface TrackAdminDeps {
   readonly store: StoreAccess;
   /** Told whenever the set of (track, file) pairs changes, to watch the right files. */
   readonly onTracksChanged: (tracks: readonly Track[]) => void;
+  /** Set in cluster mode (database: postgres://…): the tracks live in the database, not the state file. */
+  readonly cluster?: ClusterTracks;
 }
 
 type Source = Track['source'];
@@ -65,6 +71,7 @@ export class TrackAdmin {
    * (configuration wins for the tracks it names), then record the result.
    */
   async boot(): Promise<void> {
+    if (this.deps.cluster) return this.bootCluster(this.deps.cluster);
     const { config, log, tracks } = this.deps;
     const depth = config.retention.historyDepth;
     const saved = config.store.stateFile ? await readState(config.store.stateFile) : undefined;
@@ -125,6 +132,40 @@ export class TrackAdmin {
     this.deps.onTracksChanged(tracks.all());
   }
 
+  /** Boot of a cluster replica (cluster-boot.ts): the database's tracks, then configuration over them. */
+  private bootCluster(cluster: ClusterTracks): Promise<void> {
+    return bootClusterTracks({
+      ...this.deps,
+      cluster,
+      configKeys: this.configKeys,
+      sync: () => this.sync(true),
+      changeTable: (change) => this.changeTable(change),
+      bootDefault: (saved) => this.bootDefault({ ...saved, tracks: [] }),
+    });
+  }
+
+  /** Cluster mode: brings the table to what the database holds (a notification, the resync timer, a reconnect). */
+  sync(force = false): Promise<void> {
+    const cluster = this.deps.cluster;
+    if (!cluster) return Promise.resolve();
+    return this.tableLock.run(() => cluster.refresh(force));
+  }
+
+  /** Cluster mode: another replica changed these tracks; what this replica derived from them goes. */
+  trackChangedElsewhere(keys: readonly string[]): void {
+    const { tracks, signed, store, log } = this.deps;
+    for (const key of keys) {
+      signed.forgetArtifact(key);
+      const track = tracks.get(key);
+      log.info({ artifact: key, hash: track?.hash ?? null }, track ? 'track changed on another replica' : 'track deleted on another replica');
+      if (!track) continue;
+      const hashes = [track.hash, ...(track.rollout?.stable ? [track.rollout.stable.hash] : []), ...track.history];
+      for (const hash of hashes) if (!store.holdsBinary(hash)) store.adoptBinary(hash);
+      store.ensureFull(track.hash);
+    }
+    this.deps.onTracksChanged(tracks.all());
+  }
+
   list(): TrackListing {
     return { default: this.deps.tracks.default ?? '', artifacts: this.deps.tracks.all().map(toView) };
   }
@@ -144,15 +185,22 @@ export class TrackAdmin {
    * changes nothing writes nothing. ROLLOUT_NOT_FOUND for a track without a rollout.
    */
   updateRollout(key: string, step: (rollout: Rollout) => Rollout): Promise<RolloutView> {
-    return this.perTrack.run(key, async () => {
+    const rolloutOf = () => {
       const track = this.deps.tracks.get(key);
       if (!track) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`, { artifact: key });
       if (!track.rollout) throw new UpdaterError('ROLLOUT_NOT_FOUND', `track ${key} has no rollout`, { artifact: key });
-      const before = track.rollout;
-      const next = step(before);
-      if (next === before) return rolloutView(before);
+      return track.rollout;
+    };
+    return this.perTrack.run(key, async () => {
+      // A step that changes nothing here writes nothing (every replica ticks every rollout).
+      const local = rolloutOf();
+      if (step(local) === local) return rolloutView(local);
       return this.changeTable(() => {
         const { tracks, signed, log } = this.deps;
+        // In a cluster the table was just brought to the database: step from what it holds.
+        const before = rolloutOf();
+        const next = step(before);
+        if (next === before) return rolloutView(before);
         tracks.restore({ ...tracks.get(key)!, rollout: next });
         // Manifests are cached by (track, from, to), so a new cohort needs nothing; a new stable
         // target or a rollback leaves entries no device is routed to any more: drop them.
@@ -271,6 +319,14 @@ export class TrackAdmin {
    * what answers devices never differs from what a restart would bring back.
    */
   private changeTable<T>(change: () => T): Promise<T> {
+    const cluster = this.deps.cluster;
+    if (cluster) {
+      return this.tableLock.run(async () => {
+        const result = await cluster.change(change);
+        this.deps.onTracksChanged(this.deps.tracks.all());
+        return result;
+      });
+    }
     return this.tableLock.run(async () => {
       const { tracks } = this.deps;
       const before = { tracks: tracks.all(), default: tracks.default };

@@ -3,9 +3,16 @@ import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { createStoreMetrics } from './metrics.js';
 import { ContentStore } from './store.js';
-
+import { engineOf } from '../../shared/database/connect.js';
+import { ClusterFiles } from './cluster-files.js';
 
 await runActor(async (ctx) => {
+  // Cluster mode: one connection per generation that may hold a lock, one for notifications.
+  const cluster = engineOf(ctx.config.database) === 'postgres'
+    ? new ClusterFiles(ctx.config.database, ctx.config.store.deltaConcurrency + 2, ctx.log, (files) => {
+      store.removedElsewhere(files).catch((err) => ctx.log.warn({ err }, 'could not drop files another replica removed from the index'));
+    })
+    : undefined;
   const store = new ContentStore(ctx.config, ctx.log, createStoreMetrics(ctx.registry), async (event) => {
     // A manifester that is restarting (or not connected yet) resynchronizes from a snapshot,
     // so a lost event costs nothing; the deadline only bounds how long a removal waits.
@@ -14,12 +21,14 @@ await runActor(async (ctx) => {
     } catch {
       // see above
     }
-  });
+  }, undefined, cluster);
   await store.open();
+  cluster?.start();
   return {
     registerBinary: (path) => store.registerBinary(path),
     ensureFull: (hash) => store.ensureFull(hash),
     ensureDelta: (from, to) => store.ensureDelta(from, to),
+    adoptBinary: (hash) => store.adoptBinary(hash),
     snapshot: async () => store.snapshot(),
     condition: async () => store.condition(),
     locate: async (kind, to, from) => store.locate(kind, to, from),

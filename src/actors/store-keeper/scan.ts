@@ -18,8 +18,8 @@ export interface ScannedStore {
  * have left one cut short): one that does not fit is moved aside and never indexed, so it is
  * never served or signed.
  */
-export async function openStoreDirs(storeDir: string, layout: StoreLayout, writable: boolean, log: Logger): Promise<ScannedStore> {
-  if (writable) await tidy(layout, log);
+export async function openStoreDirs(storeDir: string, layout: StoreLayout, writable: boolean, log: Logger, shared = false): Promise<ScannedStore> {
+  if (writable) await (shared ? tidyShared(layout, log) : tidy(layout, log));
 
   const binaries: BinaryInfo[] = [];
   for (const name of await listOrEmpty(layout.binaries)) {
@@ -60,6 +60,20 @@ async function tidy(layout: StoreLayout, log: Logger): Promise<void> {
   const leftovers = (await removeLeftoverTemps(layout.binaries)) + (await removeLeftoverTemps(layout.deltas));
   if (leftovers > 0) log.warn({ leftovers }, 'removed temporary files left by an interrupted write');
 }
+
+/**
+ * A store shared by replicas (cluster mode): another replica may be writing temporaries right
+ * now, so only those untouched for STALE_TEMP_MS are left from a crash. Generation scratch
+ * directories (`work/gen/{name}`) are cleared by whichever replica takes that name's lock next.
+ */
+async function tidyShared(layout: StoreLayout, log: Logger): Promise<void> {
+  for (const dir of [layout.binaries, layout.deltas, layout.work]) await mkdir(dir, { recursive: true });
+  const leftovers = (await removeLeftoverTemps(layout.binaries, STALE_TEMP_MS)) + (await removeLeftoverTemps(layout.deltas, STALE_TEMP_MS));
+  if (leftovers > 0) log.warn({ leftovers }, 'removed temporary files left by an interrupted write');
+}
+
+/** A temporary nobody wrote to for this long in a shared store was left by a crash. */
+const STALE_TEMP_MS = 60 * 60_000;
 
 /** A read-only store that was never written has no directories: it serves nothing. */
 async function listOrEmpty(dir: string): Promise<string[]> {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { DiffOutcome, DiffTask } from '../../messages/diff.js';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import type { BinaryInfo, RemovalRequest, RemovalResult, StoreCondition, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { publishNoOverwrite, storeWriteError } from '../../shared/durable-file.js';
@@ -16,6 +16,8 @@ import { binaryName, parseDerivedName, storeLayout, transferName, type StoreLayo
 import { listInventory, unlinkIfPresent } from './removal.js';
 import type { StoreMetrics } from './metrics.js';
 import { openStoreDirs } from './scan.js';
+import { binaryMismatch, derivedCheck, quarantine } from './verify.js';
+import type { ClusterFiles, RemovedFiles } from './cluster-files.js';
 import { Writability } from './writability.js';
 
 type EventBody = StoreEvent extends infer E ? (E extends StoreEvent ? Omit<E, 'seq'> : never) : never;
@@ -55,6 +57,8 @@ export class ContentStore {
     private readonly emit: (event: StoreEvent) => Promise<void>,
     /** Runs one diff task; by default on the diff pool's threads. */
     runTask?: RunDiffTask,
+    /** Cluster mode: the store directory is shared with other replicas (cluster-files.ts). */
+    private readonly cluster?: ClusterFiles,
   ) {
     this.layout = storeLayout(config.store.dir);
     this.writability = new Writability(config.store.dir, log);
@@ -90,7 +94,7 @@ export class ContentStore {
       if (err.code !== 'ENOENT') throw err;
       return 'read-only' as const;
     });
-    const scanned = await openStoreDirs(dir, this.layout, condition !== 'read-only', this.log);
+    const scanned = await openStoreDirs(dir, this.layout, condition !== 'read-only', this.log, this.cluster !== undefined);
     for (const b of scanned.binaries) this.binaries.set(b.hash, b.size);
     for (const t of scanned.transfers) this.transfers.set(transferName(t.kind, t.to, t.from), t);
     this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir, condition }, 'store opened');
@@ -137,32 +141,73 @@ export class ContentStore {
     return { hash: result.hash, size: result.size };
   }
 
-  ensureFull(hash: string): Promise<TransferInfo> {
+  /**
+   * Cluster mode: indexes a binary another replica stored in the shared directory, once its
+   * bytes are checked against its name. BINARY_NOT_FOUND when it is not there (or does not fit).
+   */
+  async adoptBinary(hash: string): Promise<BinaryInfo> {
     assertSha256Hex(hash, 'hash');
-    return this.singleFlight('full', hash, undefined, () => this.dispatch({
+    const known = this.binaries.get(hash);
+    if (known !== undefined) return { hash, size: known };
+    const path = this.binaryPath(hash);
+    const size = await stat(path).then((s) => (s.isFile() ? s.size : undefined), () => undefined);
+    if (size === undefined || (await binaryMismatch(path, hash)) !== undefined) {
+      throw new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${hash}`);
+    }
+    if (!this.binaries.has(hash)) {
+      this.binaries.set(hash, size);
+      void this.publish({ type: 'binary-registered', binary: { hash, size } });
+    }
+    return { hash, size };
+  }
+
+  /** Cluster mode: files another replica's retention sweep removed leave this index too. */
+  async removedElsewhere(files: RemovedFiles): Promise<void> {
+    for (const name of files.derived) {
+      const info = this.transfers.get(name);
+      if (!info || this.inflight.has(name)) continue;
+      if (await stat(join(this.layout.deltas, name)).then(() => true, () => false)) continue;
+      this.transfers.delete(name);
+      this.hotCache.drop(name);
+      await this.publish({ type: 'transfer-removed', transfer: info });
+    }
+    for (const hash of files.binaries) {
+      if (!this.binaries.has(hash) || (await stat(this.binaryPath(hash)).then(() => true, () => false))) continue;
+      this.binaries.delete(hash);
+      this.targetCache.drop(hash);
+      await this.publish({ type: 'binary-removed', hash });
+    }
+  }
+
+  async ensureFull(hash: string): Promise<TransferInfo> {
+    assertSha256Hex(hash, 'hash');
+    if (this.cluster) await this.adoptBinary(hash).catch(() => undefined);
+    return this.singleFlight('full', hash, undefined, (dirs) => this.dispatch({
       kind: 'full',
       targetPath: this.binaryPath(hash),
       targetHash: hash,
-      outDir: this.layout.deltas,
+      outDir: dirs.out,
       level: this.config.store.fullCompressionLevel,
     }));
   }
 
-  ensureDelta(from: string, to: string): Promise<TransferInfo> {
+  async ensureDelta(from: string, to: string): Promise<TransferInfo> {
     assertSha256Hex(from, 'from');
     assertSha256Hex(to, 'to');
     const existing = this.transfers.get(transferName('delta', to, from));
     // An existing delta is always served, whatever the size cap says (spec 3.1 row 3).
-    if (existing) return Promise.resolve(existing);
+    if (existing) return existing;
+    // In a cluster, another replica may have stored a binary this one has not indexed yet.
+    if (this.cluster) for (const hash of [from, to]) await this.adoptBinary(hash).catch(() => undefined);
     const capBytes = this.config.store.deltaMaxSourceBytes;
     for (const hash of [from, to]) {
       const size = this.binaries.get(hash);
-      if (size === undefined) return Promise.reject(new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${hash}`));
+      if (size === undefined) throw new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${hash}`);
       if (capBytes > 0 && size > capBytes) {
-        return Promise.reject(new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over the store.delta_max_source_mb cap of ${capBytes} bytes`, { hash, size }));
+        throw new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over the store.delta_max_source_mb cap of ${capBytes} bytes`, { hash, size });
       }
     }
-    return this.singleFlight('delta', to, from, async () => {
+    return this.singleFlight('delta', to, from, async (dirs) => {
       const engine = this.config.store.deltaEngine;
       // Only bsdiff-node verifies against cached target bytes; the native engine streams.
       const targetBytes = engine === 'bsdiff-node' ? await this.targetCache.bytesFor(to, this.binaryPath(to), this.binaries.get(to)!) : undefined;
@@ -177,8 +222,8 @@ export class ContentStore {
           targetHash: to,
           engine,
           ...(targetBytes ? { targetBytes } : {}),
-          outDir: this.layout.deltas,
-          workDir: this.layout.work,
+          outDir: dirs.out,
+          workDir: dirs.work,
         });
       } finally {
         this.expectedDiffBytes -= expected;
@@ -219,6 +264,7 @@ export class ContentStore {
       if (parsed.kind === 'delta') result.deltas++;
       else result.full++;
     }
+    const binaries: string[] = [];
     for (const hash of request.binaries) {
       assertSha256Hex(hash, 'hash');
       if (this.readByDiffUnderWay(hash)) continue;
@@ -228,7 +274,9 @@ export class ContentStore {
       }
       result.bytes += await unlinkIfPresent(this.binaryPath(hash));
       result.binaries++;
+      binaries.push(hash);
     }
+    await this.cluster?.announceRemoval({ derived: request.derived.filter((name) => !this.inflight.has(name) && parseDerivedName(name)), binaries });
     return result;
   }
 
@@ -241,6 +289,7 @@ export class ContentStore {
     this.draining = true;
     await Promise.allSettled([...this.inflight.values()]);
     await this.pool?.destroy();
+    await this.cluster?.close();
     this.writability.close();
   }
 
@@ -252,8 +301,11 @@ export class ContentStore {
     if (this.draining) throw new UpdaterError('SHUTTING_DOWN');
   }
 
-  /** One generation per file name, however many callers ask at once. */
-  private singleFlight(kind: TransferKind, to: string, from: string | undefined, run: () => Promise<TransferInfo>): Promise<TransferInfo> {
+  /**
+   * One generation per file name, however many callers ask at once; in a cluster, once per
+   * name across the replicas. `run` gets the directories its temporaries go to.
+   */
+  private singleFlight(kind: TransferKind, to: string, from: string | undefined, run: (dirs: { out: string; work: string }) => Promise<TransferInfo>): Promise<TransferInfo> {
     const name = transferName(kind, to, from);
     const done = this.transfers.get(name);
     if (done) return Promise.resolve(done);
@@ -263,9 +315,48 @@ export class ContentStore {
     if (kind === 'full' && !this.binaries.has(to)) {
       return Promise.reject(new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${to}`));
     }
-    const promise = run().finally(() => this.inflight.delete(name));
+    const promise = (this.cluster ? this.clusterGeneration(name, run) : run({ out: this.layout.deltas, work: this.layout.work }))
+      .finally(() => this.inflight.delete(name));
     this.inflight.set(name, promise);
     return promise;
+  }
+
+  /**
+   * Cluster mode: the file is generated by one replica, under its lock, in a scratch directory
+   * of its own name (`work/gen/{name}`) that a replica taking a dead one's job over clears.
+   */
+  private clusterGeneration(name: string, run: (dirs: { out: string; work: string }) => Promise<TransferInfo>): Promise<TransferInfo> {
+    return this.cluster!.once(name, () => this.findDerived(name), async () => {
+      const scratch = join(this.layout.work, 'gen', name);
+      await rm(scratch, { recursive: true, force: true });
+      await mkdir(scratch, { recursive: true });
+      try {
+        return await run({ out: scratch, work: scratch });
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    });
+  }
+
+  /** A derived file that is on the shared disk: indexed once its bytes fit its name. */
+  private async findDerived(name: string): Promise<TransferInfo | undefined> {
+    const done = this.transfers.get(name);
+    if (done) return done;
+    const parsed = parseDerivedName(name);
+    const path = join(this.layout.deltas, name);
+    if (!parsed || !(await stat(path).then((s) => s.isFile(), () => false))) return undefined;
+    const checked = await derivedCheck(path, parsed, this.binaries.get(parsed.to));
+    if ('mismatch' in checked) {
+      await quarantine(this.config.store.dir, this.layout.deltas, name, checked.mismatch, this.log);
+      return undefined;
+    }
+    const info: TransferInfo = parsed.kind === 'delta'
+      ? { kind: 'delta', from: parsed.from, to: parsed.to, ...checked }
+      : { kind: 'full', to: parsed.to, ...checked };
+    this.transfers.set(name, info);
+    this.log.info({ file: name, size: info.size }, 'derived file generated by another replica indexed');
+    void this.publish({ type: 'transfer-ready', transfer: info });
+    return info;
   }
 
   private dispatch(task: DiffTask): Promise<TransferInfo> {

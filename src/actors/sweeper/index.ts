@@ -3,6 +3,7 @@ import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { createSweeperMetrics } from './metrics.js';
 import { planSweep } from './policy.js';
+import { sweepLeadership } from './leader.js';
 
 
 await runActor(async (ctx) => {
@@ -10,6 +11,8 @@ await runActor(async (ctx) => {
   const metrics = createSweeperMetrics(ctx.registry);
   let running: Promise<SweepResult> | undefined;
   let timer: NodeJS.Timeout | undefined;
+  // Cluster mode: one sweep at a time in the whole cluster (an advisory lock); undefined on one node.
+  const leadership = sweepLeadership(ctx.config.database, ctx.log);
 
   const sweepOnce = async (trigger: 'schedule' | 'admin'): Promise<SweepResult> => {
     const started = Date.now();
@@ -40,7 +43,7 @@ await runActor(async (ctx) => {
 
   /** One sweep at a time: a request during a sweep joins it. */
   const sweep = (trigger: 'schedule' | 'admin'): Promise<SweepResult> => {
-    running ??= sweepOnce(trigger).finally(() => (running = undefined));
+    running ??= (leadership ? leadership.run(() => sweepOnce(trigger)) : sweepOnce(trigger)).finally(() => (running = undefined));
     return running;
   };
 
@@ -61,6 +64,7 @@ await runActor(async (ctx) => {
     async drain() {
       clearTimeout(timer);
       await running?.catch(() => undefined);
+      await leadership?.close();
     },
   } satisfies SweeperApi;
 });

@@ -24,6 +24,8 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   checkListeners(parsed);
   const { target: _target, artifacts: _artifacts, defaultArtifact: _default, database, admin, ...rest } = parsed;
   const artifacts = readArtifacts(parsed);
+  const clustered = database !== undefined && /^postgres(ql)?:/.test(database);
+  checkClusterKeys(clustered, parsed.store.stateFile);
   const config: Config = {
     configPath,
     ...rest,
@@ -36,10 +38,18 @@ export function validateConfig(doc: unknown, configPath: string): Config {
     artifacts,
     // The fleet database defaults to an SQLite file in the store directory.
     database: database ?? resolve(parsed.store.dir, 'updater.db'),
-    ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined),
+    // With a state file or a cluster's database, the default may name a track published through the admin API.
+    ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined || clustered),
   };
   checkRegularReadableFile(config.signing.privateKeyFile, 'signing.private_key_file');
   return deepFreeze(config);
+}
+
+/** Cluster mode (docs/scaling.md): the tracks live in PostgreSQL, so a state file would be a second truth. */
+function checkClusterKeys(clustered: boolean, stateFile: string | undefined): void {
+  if (clustered && stateFile !== undefined) {
+    throw new ConfigError('store.state_file', 'must not be set with a postgres:// database: the tracks live in the database then (docs/scaling.md)');
+  }
 }
 
 function readAdminToken(admin: ConfigDocument['admin']): string {

@@ -74,7 +74,7 @@ export function configSchema(base: string) {
       publishRoots: paths(base, textList('publish_roots', {
         meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration and `store.dir` are refused always',
       })),
-      stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API' })),
+      stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API; refused beside a `postgres://` database, which holds the tracks then ([scaling.md](scaling.md))' })),
       targetCacheBytes: bytesIn('MB', 'target_cache_mb', { default: 256, min: 0, meaning: 'byte budget of cached delta targets (0 disables)' }),
       hotDeltaCacheBytes: bytesIn('MB', 'hot_delta_cache_mb', { default: 64, min: 0, meaning: 'byte budget of the hot transfer cache, deltas and full files together' }),
       deltaConcurrency: int('delta_concurrency', { default: 2, min: 1, max: 64, meaning: 'concurrent delta generations (diff threads)' }),
@@ -118,7 +118,7 @@ export function configSchema(base: string) {
     }),
     database: leaf('database', {
       default: '`updater.db` in `store.dir`',
-      meaning: 'the fleet database: an SQLite file path, or a `postgres://user:password@host:port/db` URL ([fleet.md](fleet.md)); one that cannot be reached at start exits 2 naming `database`',
+      meaning: 'the fleet database: an SQLite file path, or a `postgres://user:password@host:port/db` URL ([fleet.md](fleet.md)); one that cannot be reached at start exits 2 naming `database`. A `postgres://` URL also makes the server a cluster replica: tracks, rollouts and coordination live there ([scaling.md](scaling.md))',
     }, (value) => {
       const text = readText(value);
       if (text === undefined) return undefined;

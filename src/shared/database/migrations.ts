@@ -87,11 +87,35 @@ export async function recountVersions(db: Kysely<any>): Promise<void> {
     select artifact, version_hash, max(version), count(*) from devices group by artifact, version_hash`.execute(db);
 }
 
+/**
+ * The tracks of a cluster (docs/scaling.md): what `store.state_file` holds on one node. Created
+ * on both engines so that the schema is one; SQLite never fills them.
+ */
+function cluster0003(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createTable('cluster_tracks')
+        .addColumn('artifact', 'text', (c) => c.primaryKey())
+        .addColumn('doc', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createTable('cluster_meta')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable('cluster_meta').execute();
+      await db.schema.dropTable('cluster_tracks').execute();
+    },
+  };
+}
+
 /** The migrations in order; names sort as numbers so Kysely applies them in this order. */
 export function migrations(engine: Engine): Record<string, Migration> {
   return {
     '0001_fleet_inventory': fleet0001(engine),
     '0002_fleet_version_counts': fleet0002(),
+    '0003_cluster_tracks': cluster0003(),
   };
 }
 

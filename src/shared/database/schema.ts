@@ -43,10 +43,27 @@ export interface FleetVersionsTable {
   devices: number;
 }
 
+/**
+ * Cluster mode (PostgreSQL): one row per track, its whole record as the JSON the state file
+ * would hold for it (validated by the same decoder when read back).
+ */
+export interface ClusterTracksTable {
+  artifact: string;
+  doc: string;
+}
+
+/** Cluster mode: `default`, `config_default` and `revision` (bumped by every change). */
+export interface ClusterMetaTable {
+  key: string;
+  value: string;
+}
+
 export interface Database {
   devices: DevicesTable;
   reports: ReportsTable;
   fleet_versions: FleetVersionsTable;
+  cluster_tracks: ClusterTracksTable;
+  cluster_meta: ClusterMetaTable;
 }
 
 export type Engine = 'sqlite' | 'postgres';
