@@ -1,4 +1,4 @@
-import { open, rm } from 'node:fs/promises';
+import { open, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import engine from 'updater-delta-engine';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
@@ -17,11 +17,26 @@ function diskFull(err: unknown, what: string): unknown {
   return (err as NodeJS.ErrnoException).code === 'ENOSPC' ? new UpdaterError('AGENT_DISK_FULL', `${what}: no space left on the device`) : err;
 }
 
-/** Decompresses `zstdPath` into a new `outPath`, fsynced before it returns. */
-async function decompressTo(zstdPath: string, outPath: string, afterFrame?: () => void): Promise<void> {
-  const out = await open(outPath, 'w', 0o755);
+/**
+ * The permission bits of the slot being replaced: the rebuilt slot takes them, so an
+ * executable stays executable (bspatch creates its output 0644 whatever the source was).
+ */
+async function slotMode(activeSlot: string): Promise<number> {
+  try {
+    return (await stat(activeSlot)).mode & 0o7777;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0o755;
+    throw err;
+  }
+}
+
+/** Decompresses `zstdPath` into a new `outPath` with `mode`, fsynced before it returns. */
+async function decompressTo(zstdPath: string, outPath: string, mode: number, afterFrame?: () => void): Promise<void> {
+  const out = await open(outPath, 'w', mode);
   try {
     await decompressFileInto(zstdPath, out, afterFrame);
+    // open's mode passes through the umask and does not touch an existing file; fchmod does neither.
+    await out.chmod(mode);
     await out.sync();
   } catch (err) {
     throw diskFull(err, outPath);
@@ -32,8 +47,9 @@ async function decompressTo(zstdPath: string, outPath: string, afterFrame?: () =
 
 export async function applyDelta(slotDir: string, transferPath: string, sourceSlot: string, targetSlot: string): Promise<void> {
   const patchPath = join(slotDir, PATCH_FILE);
+  const mode = await slotMode(sourceSlot);
   try {
-    await decompressTo(transferPath, patchPath);
+    await decompressTo(transferPath, patchPath, 0o600);
     try {
       engine.patch(sourceSlot, patchPath, targetSlot);
     } catch (err) {
@@ -44,6 +60,7 @@ export async function applyDelta(slotDir: string, transferPath: string, sourceSl
     faultPoint('mid-patch');
     const written = await open(targetSlot, 'r+');
     try {
+      await written.chmod(mode);
       await written.sync();
     } finally {
       await written.close();
@@ -53,6 +70,6 @@ export async function applyDelta(slotDir: string, transferPath: string, sourceSl
   }
 }
 
-export async function applyFull(transferPath: string, targetSlot: string): Promise<void> {
-  await decompressTo(transferPath, targetSlot, () => faultPoint('mid-patch'));
+export async function applyFull(transferPath: string, activeSlot: string, targetSlot: string): Promise<void> {
+  await decompressTo(transferPath, targetSlot, await slotMode(activeSlot), () => faultPoint('mid-patch'));
 }

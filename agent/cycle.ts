@@ -79,7 +79,7 @@ async function install(ctx: AgentContext, update: SignedUpdate, active: SlotName
   const target = otherSlot(active);
   const targetPath = slots.path(target);
   if (update.mode === 'delta') await applyDelta(ctx.config.slotDir, transferPath, slots.path(active), targetPath);
-  else await applyFull(transferPath, targetPath);
+  else await applyFull(transferPath, slots.path(active), targetPath);
   faultPoint('after-patch');
   // 7. the slot as written to disk, read back
   const rebuilt = await sha256File(targetPath);

@@ -43,7 +43,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     listen: { http: `127.0.0.1:${port}`, coap: `127.0.0.1:${coapPort}` },
     signing: { private_key_file: './signing.key' },
     admin: { token_file: './admin.token' },
-    store: { dir: './store', state_file: './state.json', target_cache_mb: BUDGETS.target_cache_mb, hot_delta_cache_mb: BUDGETS.hot_delta_cache_mb, delta_concurrency: BUDGETS.delta_concurrency },
+    store: { dir: './store', state_file: './state.json', target_cache_mb: BUDGETS.target_cache_mb, hot_delta_cache_mb: BUDGETS.hot_delta_cache_mb, delta_concurrency: BUDGETS.delta_concurrency, full_compression_level: 3 },
     manifest: { cache_size: BUDGETS.cache_size, retry_after: '2s' },
     allow_full_download: true,
     log_level: 'warn',

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { AGENT_HELP, agentCommand } from '../agent/index.js';
 import { ConfigError, loadConfigFile } from './shared/config/load.js';
-import { writePrivateKeyFile } from './shared/signing.js';
+import { publicKeyHex, readPrivateKeyFile, writePrivateKeyFile } from './shared/signing.js';
 import { startServer } from './supervisor/index.js';
 import { LOAD_HELP, loadCommand } from '../agent/load/cli.js';
 
@@ -10,6 +10,7 @@ const USAGE = `usage: updater <command> [options]
 commands:
   serve --config FILE     run the update server (supervisor and its actors)
   keygen --out FILE       write a new Ed25519 signing key; prints the public key (hex)
+  pubkey --key FILE       print the public key (hex) of an existing signing key
   agent --config FILE     run the device agent (--once: one update cycle, then exit)
   load [options]          simulate a fleet of devices against a running server
 
@@ -26,9 +27,16 @@ drains the actors and exits 0.
 `,
   keygen: `usage: updater keygen --out FILE
 
-Writes a new Ed25519 private key to FILE (mode 0600; an existing file is never overwritten)
-and prints the public key, 64 hex characters, as the only line on stdout. Give that public
-key to the device agents (public_key in their configuration).
+Writes a new Ed25519 private key to FILE as PKCS#8 PEM (what "openssl pkey" reads; mode
+0600; an existing file is never overwritten) and prints the public key, 64 hex characters,
+as the only line on stdout. Give that public key to the device agents (public_key in their
+configuration).
+`,
+  pubkey: `usage: updater pubkey --key FILE
+
+Prints the public key of the signing key in FILE, 64 hex characters, as the only line on
+stdout: what the device agents need as public_key. FILE is PKCS#8 PEM (as keygen writes, or
+an Ed25519 key from "openssl genpkey -algorithm ed25519") or a key in the earlier format.
 `,
   agent: AGENT_HELP,
 };
@@ -53,7 +61,8 @@ export async function main(argv: string[]): Promise<number> {
 
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   serve: serveCommand,
-  keygen: keygenCommand,
+  keygen: oneFileCommand('keygen', 'out', writePrivateKeyFile),
+  pubkey: oneFileCommand('pubkey', 'key', async (file) => publicKeyHex(await readPrivateKeyFile(file))),
   agent: agentCommand,
   load: async (args) => {
     try {
@@ -70,19 +79,22 @@ function options(args: string[], names: string[]): Record<string, string | undef
   return values as Record<string, string | undefined>;
 }
 
-async function keygenCommand(args: string[]): Promise<number> {
-  const { out } = options(args, ['out']);
-  if (!out) {
-    process.stderr.write(`updater keygen: --out FILE is required\n\n${HELP.keygen}`);
-    return 2;
-  }
-  try {
-    process.stdout.write(`${await writePrivateKeyFile(out)}\n`);
-    return 0;
-  } catch (err) {
-    process.stderr.write(`updater keygen: ${(err as Error).message}\n`);
-    return 1;
-  }
+/** keygen and pubkey: one required FILE option, one line on stdout. */
+function oneFileCommand(command: string, option: string, print: (file: string) => Promise<string>) {
+  return async (args: string[]): Promise<number> => {
+    const file = options(args, [option])[option];
+    if (!file) {
+      process.stderr.write(`updater ${command}: --${option} FILE is required\n\n${HELP[command]}`);
+      return 2;
+    }
+    try {
+      process.stdout.write(`${await print(file)}\n`);
+      return 0;
+    } catch (err) {
+      process.stderr.write(`updater ${command}: ${(err as Error).message}\n`);
+      return 1;
+    }
+  };
 }
 
 async function serveCommand(args: string[]): Promise<number> {

@@ -5,6 +5,12 @@ export interface ErrorSpec {
   readonly http: number;
   readonly coap: string;
   readonly message: string;
+  /**
+   * The server's own failure, not the client's: logged at error level with its detail. Any
+   * error outside this table (a Node system error such as ENOENT, EIO or EMFILE, a bug)
+   * counts as INTERNAL, so it is logged too.
+   */
+  readonly internal?: true;
 }
 
 export const ERRORS = {
@@ -31,10 +37,10 @@ export const ERRORS = {
   ROLLOUT_CONFLICT: { http: 409, coap: '4.09', message: 'the rollout is in a state that does not allow this action' },
   PUBLISH_PATH_FORBIDDEN: { http: 403, coap: '4.03', message: 'the binary path is outside store.publish_roots or is one of the server\'s own files' },
   SOURCE_UNREADABLE: { http: 422, coap: '4.22', message: 'the binary file cannot be read' },
-  STORE_CORRUPT: { http: 500, coap: '5.00', message: 'a stored file does not match its content hash' },
+  STORE_CORRUPT: { http: 500, coap: '5.00', message: 'a stored file does not match its content hash', internal: true },
   STORE_FULL: { http: 507, coap: '5.03', message: 'the store has no space left; the change was not applied' },
   STORE_READ_ONLY: { http: 503, coap: '5.03', message: 'the store is read-only; the change was not applied' },
-  DIFF_FAILED: { http: 500, coap: '5.00', message: 'delta generation failed' },
+  DIFF_FAILED: { http: 500, coap: '5.00', message: 'delta generation failed', internal: true },
   ACTOR_TIMEOUT: { http: 503, coap: '5.03', message: 'an internal component did not answer in time' },
   ACTOR_UNAVAILABLE: { http: 503, coap: '5.03', message: 'an internal component is restarting' },
   SHUTTING_DOWN: { http: 503, coap: '5.03', message: 'the server is shutting down' },
@@ -46,10 +52,10 @@ export const ERRORS = {
   DEVICE_NOT_FOUND: { http: 404, coap: '4.04', message: 'no device with that id is in the inventory' },
   FLEET_DISABLED: { http: 404, coap: '4.04', message: 'the fleet inventory is turned off (fleet.enabled: false)' },
   DATABASE_UNREACHABLE: { http: 503, coap: '5.03', message: 'the fleet database cannot be reached' },
-  CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid' },
-  STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt' },
-  STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied' },
-  INTERNAL: { http: 500, coap: '5.00', message: 'internal error' },
+  CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid', internal: true },
+  STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt', internal: true },
+  STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied', internal: true },
+  INTERNAL: { http: 500, coap: '5.00', message: 'internal error', internal: true },
   // Device-agent failures: they end an update cycle and are logged; never sent on the wire.
   AGENT_MANIFEST_INVALID: { http: 502, coap: '5.02', message: 'the server answered with a malformed manifest' },
   AGENT_SIGNATURE_INVALID: { http: 502, coap: '5.02', message: 'the manifest signature does not verify with the configured public key' },
@@ -102,6 +108,13 @@ export function deserializeError(data: SerializedError): UpdaterError {
   const err = new UpdaterError(data.code in ERRORS ? data.code : 'INTERNAL', data.message, data.details);
   if (data.stack) err.stack = data.stack;
   return err;
+}
+
+/** Whether a failure must be logged: the registry decides; anything outside it is internal. */
+export function errorIsInternal(err: unknown): boolean {
+  if (!isUpdaterError(err)) return true;
+  const spec: ErrorSpec = ERRORS[err.code];
+  return spec.internal === true;
 }
 
 export function errorStatus(err: unknown): { code: ErrorCode; http: number; coap: string; message: string } {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import * as ed from '@noble/ed25519';
 import { UpdaterError } from './errors.js';
@@ -6,7 +6,8 @@ import { UpdaterError } from './errors.js';
 // @noble/ed25519 v3 needs a SHA-512 for its synchronous API; Node's is native and fast.
 ed.hashes.sha512 = (message: Uint8Array) => new Uint8Array(createHash('sha512').update(message).digest());
 
-const KEY_FILE_HEADER = 'updater-ed25519-private-key';
+/** The first line of key files written before keys were PKCS#8 PEM. */
+const LEGACY_KEY_FILE_HEADER = 'updater-ed25519-private-key';
 
 /** The signed message of interface.md: raw(target_hash) || raw(delta_hash), 64 bytes. */
 export function signedMessage(targetHash: string, transferHash: string): Uint8Array {
@@ -30,12 +31,15 @@ export function publicKeyHex(privateKey: Uint8Array): string {
   return Buffer.from(ed.getPublicKey(privateKey)).toString('hex');
 }
 
-/** Key file: a header line then the 32-byte seed in hex, so operators can tell what it is. */
+/**
+ * Key file: PKCS#8 PEM ("-----BEGIN PRIVATE KEY-----"), the standard form that `openssl pkey`,
+ * Python's `cryptography` and every HSM import tool read. Files in the earlier format (a
+ * header line, then the 32-byte seed in hex) are still read.
+ */
 export async function writePrivateKeyFile(path: string): Promise<string> {
   const seed = ed.utils.randomSecretKey();
-  const text = `${KEY_FILE_HEADER}\n${Buffer.from(seed).toString('hex')}\n`;
   try {
-    await writeFile(path, text, { mode: 0o600, flag: 'wx' });
+    await writeFile(path, privateKeyPem(seed), { mode: 0o600, flag: 'wx' });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
       throw new UpdaterError('CONFIG_INVALID', `${path} already exists; refusing to overwrite a signing key`);
@@ -45,6 +49,12 @@ export async function writePrivateKeyFile(path: string): Promise<string> {
   return publicKeyHex(seed);
 }
 
+/** The PKCS#8 PEM of an Ed25519 seed (RFC 8410). */
+export function privateKeyPem(seed: Uint8Array): string {
+  const jwk = { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(seed).toString('base64url'), x: Buffer.from(ed.getPublicKey(seed)).toString('base64url') };
+  return createPrivateKey({ key: jwk, format: 'jwk' }).export({ format: 'pem', type: 'pkcs8' }).toString();
+}
+
 export async function readPrivateKeyFile(path: string): Promise<Uint8Array> {
   let text: string;
   try {
@@ -52,9 +62,27 @@ export async function readPrivateKeyFile(path: string): Promise<Uint8Array> {
   } catch (err) {
     throw new UpdaterError('CONFIG_INVALID', `signing.private_key_file: cannot read ${path}: ${(err as Error).message}`);
   }
-  const lines = text.trim().split(/\r?\n/);
-  if (lines.length !== 2 || lines[0] !== KEY_FILE_HEADER || !/^[0-9a-f]{64}$/.test(lines[1] ?? '')) {
-    throw new UpdaterError('CONFIG_INVALID', `signing.private_key_file: ${path} is not a key written by "updater keygen"`);
+  const seed = text.trimStart().startsWith('-----BEGIN') ? seedFromPem(text) : seedFromLegacy(text);
+  if (!seed) {
+    throw new UpdaterError('CONFIG_INVALID', `signing.private_key_file: ${path} is not an unencrypted Ed25519 PKCS#8 PEM key (as "updater keygen" writes)`);
   }
+  return seed;
+}
+
+function seedFromPem(text: string): Uint8Array | undefined {
+  try {
+    const key = createPrivateKey({ key: text, format: 'pem' });
+    if (key.asymmetricKeyType !== 'ed25519') return undefined;
+    const { d } = key.export({ format: 'jwk' });
+    return d ? new Uint8Array(Buffer.from(d, 'base64url')) : undefined;
+  } catch {
+    // Encrypted, damaged or not a private key: the caller names the file and the format.
+    return undefined;
+  }
+}
+
+function seedFromLegacy(text: string): Uint8Array | undefined {
+  const lines = text.trim().split(/\r?\n/);
+  if (lines.length !== 2 || lines[0] !== LEGACY_KEY_FILE_HEADER || !/^[0-9a-f]{64}$/.test(lines[1] ?? '')) return undefined;
   return new Uint8Array(Buffer.from(lines[1]!, 'hex'));
 }

@@ -22,7 +22,18 @@ export class SupervisorMetrics {
 
   async render(actorMetrics: unknown[][]): Promise<string> {
     const own = await this.registry.getMetricsAsJSON();
-    const merged = AggregatorRegistry.aggregate([own, ...actorMetrics] as never);
+    const merged = AggregatorRegistry.aggregate([own, ...actorMetrics].map((metrics) => metrics.map(withoutGaugeTotal)) as never);
     return merged.metrics();
   }
+}
+
+/**
+ * prom-client's default gauges `nodejs_active_{handles,requests,resources}_total` break the
+ * naming rule that only counters end in `_total` (`promtool check metrics` exits 3 on them),
+ * so they are published without the suffix: `updater_nodejs_active_handles` and so on.
+ */
+function withoutGaugeTotal(metric: unknown): unknown {
+  const m = metric as { type?: string; name?: string };
+  if (m.type === 'gauge' && m.name?.endsWith('_total')) return { ...m, name: m.name.slice(0, -'_total'.length) };
+  return metric;
 }

@@ -24,8 +24,9 @@ export function configDocument(fixture: Fixture, port: number, artifacts: Artifa
     listen: { http: `127.0.0.1:${port}` },
     signing: { private_key_file: fixture.keyPath },
     admin: { token_file: fixture.tokenPath },
-    // Tests publish the binaries they write below the fixture directory.
-    store: { dir: join(fixture.dir, 'store'), delta_concurrency: 2, publish_roots: [fixture.dir] },
+    // Tests publish the binaries they write below the fixture directory; level 3 keeps full
+    // files quick to make (the level itself has its own test).
+    store: { dir: join(fixture.dir, 'store'), delta_concurrency: 2, publish_roots: [fixture.dir], full_compression_level: 3 },
     manifest: { retry_after: '1s' },
     log_level: 'warn',
     artifacts,

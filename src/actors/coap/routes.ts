@@ -5,7 +5,7 @@ import { encodeManifest, heartbeatFields, reportFields } from '../../shared/wire
 import { encodeBlockOption, parseBlockOption } from '../../shared/wire/block2.js';
 import { echoValue } from '../../shared/wire/echo.js';
 import { validateHeartbeat, validateReport, type HeartbeatFields } from '../../shared/wire/validate.js';
-import { UpdaterError } from '../../shared/errors.js';
+import { UpdaterError, errorIsInternal, isUpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
 import { answerBudget, ECHO_OPTION, type AddressProof } from './amplification.js';
@@ -121,9 +121,8 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
       if (req.method !== route.method) throw new UpdaterError('METHOD_NOT_ALLOWED', `${route.name} takes ${route.method}`);
       code = await route.handler(req, res, path);
     } catch (err) {
-      const known = (err as { code?: string })?.code;
-      if (known === undefined || known === 'INTERNAL' || known === 'STORE_CORRUPT') ctx.log.error({ err, route: name }, 'coap request failed');
-      const options = known === 'BODY_TOO_LARGE' ? { Size1: MAX_REQUEST_BODY_BYTES } : {};
+      if (errorIsInternal(err)) ctx.log.error({ err, route: name }, 'coap request failed');
+      const options = isUpdaterError(err) && err.code === 'BODY_TOO_LARGE' ? { Size1: MAX_REQUEST_BODY_BYTES } : {};
       code = sendError(res, err, requestBytes(req), options);
     }
     stop(code);

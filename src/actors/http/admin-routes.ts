@@ -1,13 +1,13 @@
 import { Counter } from 'prom-client';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { UpdaterError } from '../../shared/errors.js';
+import { UpdaterError, errorIsInternal } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
 import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody, parseRolloutBody } from './admin-body.js';
 import { AdminAuth } from './auth.js';
 import { registerFleetRoutes } from './fleet-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
-import { exchange, sendError, sendJson, type Exchange } from './respond.js';
+import { exchange, methodNotAllowed, sendError, sendJson, type Exchange } from './respond.js';
 
 // The admin API of spec 4.2 (bodies: interface.md), HTTP only. Every /admin/* path, known or
 // not, is authenticated first; the Authorization header is read here and never logged.
@@ -75,8 +75,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
       const body = method === 'post' ? readBody(ex, req, MAX_ADMIN_BODY_BYTES) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
       handler(ex, body, query).then(finish, (err) => {
-        const code = (err as { code?: string })?.code;
-        if (code === undefined || code === 'INTERNAL') ctx.log.error({ err, route: name }, 'admin request failed');
+        if (errorIsInternal(err)) ctx.log.error({ err, route: name }, 'admin request failed');
         sendError(ex, err);
         finish();
       });
@@ -134,12 +133,18 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
 
   // Known paths with another method, then unknown admin paths: still only for a valid token.
   route('any', '/admin/artifacts', 'admin_other', async () => {
-    throw new UpdaterError('METHOD_NOT_ALLOWED');
+    throw methodNotAllowed(['GET', 'POST', 'DELETE']);
   });
-  for (const path of ['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/loglevel', '/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports']) {
-    route('any', path, 'admin_other', async () => {
-      throw new UpdaterError('METHOD_NOT_ALLOWED');
-    });
+  const methodsOf = [
+    [['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/loglevel'], ['POST']],
+    [['/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports'], ['GET']],
+  ] as const;
+  for (const [paths, allow] of methodsOf) {
+    for (const path of paths) {
+      route('any', path, 'admin_other', async () => {
+        throw methodNotAllowed(allow);
+      });
+    }
   }
   route('any', '/admin', 'admin_other', async () => {
     throw new UpdaterError('NOT_FOUND');

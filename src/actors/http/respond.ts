@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse } from 'uWebSockets.js';
-import { errorBody, errorStatus } from '../../shared/errors.js';
+import { UpdaterError, errorBody, errorStatus, isUpdaterError } from '../../shared/errors.js';
 
 // Writing answers with uWebSockets.js: a response may be aborted by the client at any await,
 // so each request carries a small state object and nothing is written after an abort.
@@ -9,6 +9,8 @@ export interface Exchange {
   readonly res: HttpResponse;
   aborted: boolean;
   done: boolean;
+  /** A HEAD request: every answer carries its headers and Content-Length, never a body. */
+  head: boolean;
   /** The status written, for metrics. */
   status?: number;
   /** Set while a write waits for the socket to drain; an abort must wake it too. */
@@ -16,7 +18,7 @@ export interface Exchange {
 }
 
 export function exchange(res: HttpResponse, onAbort?: () => void): Exchange {
-  const ex: Exchange = { res, aborted: false, done: false };
+  const ex: Exchange = { res, aborted: false, done: false, head: false };
   res.onAborted(() => {
     ex.aborted = true;
     ex.wake?.();
@@ -43,9 +45,11 @@ export function send(ex: Exchange, status: number, body: string, headers: Record
   ex.status = status;
   ex.res.cork(() => {
     ex.res.writeStatus(statusLine(status));
-    if (body !== '' || status !== 204) ex.res.writeHeader('Content-Type', contentType);
+    if (body !== '' || (status !== 204 && status !== 304)) ex.res.writeHeader('Content-Type', contentType);
     for (const [name, value] of Object.entries(headers)) ex.res.writeHeader(name, value);
-    ex.res.end(body);
+    if (status === 304) ex.res.endWithoutBody();
+    else if (ex.head) ex.res.endWithoutBody(Buffer.byteLength(body));
+    else ex.res.end(body);
   });
 }
 
@@ -56,5 +60,11 @@ export function sendJson(ex: Exchange, status: number, value: unknown): void {
 /** Maps any error to its registry status and the JSON error body of interface.md. */
 export function sendError(ex: Exchange, err: unknown, headers: Record<string, string> = {}): void {
   const { code, http, message } = errorStatus(err);
-  send(ex, http, errorBody(code, message), headers);
+  const allow = isUpdaterError(err) && code === 'METHOD_NOT_ALLOWED' ? err.details?.allow : undefined;
+  send(ex, http, errorBody(code, message), Array.isArray(allow) ? { Allow: allow.join(', '), ...headers } : headers);
+}
+
+/** A 405 that names the methods the resource takes (RFC 9110 §15.5.6: Allow is required). */
+export function methodNotAllowed(allow: readonly string[]): UpdaterError {
+  return new UpdaterError('METHOD_NOT_ALLOWED', `this resource takes ${allow.join(', ')}`, { allow });
 }

@@ -4,13 +4,14 @@ import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js'
 import type { TransferLocator } from '../transfer-locator.js';
 import type { TransferKind } from '../../messages/store.js';
 import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES, type HeartbeatFields } from '../../shared/wire/validate.js';
-import { UpdaterError } from '../../shared/errors.js';
+import { UpdaterError, errorIsInternal } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
 import { parseJson, readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
+import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
-import { exchange, send, sendError, sendJson, type Exchange } from './respond.js';
+import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from './respond.js';
 import { streamTransfer } from './stream.js';
 
 
@@ -30,9 +31,11 @@ export interface RouteDeps {
 /** The device routes on every device listener (HTTP, HTTPS): one batcher and one set of counters for all. */
 export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteDeps): void {
   const { ctx, metrics } = deps;
+  /** GET routes answer HEAD too (RFC 9110 §9.3.2): the same headers, no body. */
   const route = (method: 'get' | 'post', path: string, name: string, handler: Handler) => {
-    for (const app of apps) app[method](path, (res: HttpResponse, req: HttpRequest) => {
+    const serve = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
       const ex = exchange(res);
+      ex.head = head;
       const stop = metrics.startRequest(name);
       if (deps.isDraining()) {
         sendError(ex, new UpdaterError('SHUTTING_DOWN'), { Connection: 'close' });
@@ -47,8 +50,14 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
           stop(ex.status ?? 499);
         },
       );
-    });
+    };
+    for (const app of apps) {
+      app[method](path, serve(false));
+      if (method === 'get') app.head(path, serve(true));
+    }
+    allowed.set(path, method === 'get' ? ['GET', 'HEAD'] : ['POST']);
   };
+  const allowed = new Map<string, string[]>();
 
   // Heartbeats read in one event-loop turn travel to the manifester in one message.
   const heartbeats = new HeartbeatBatcher((batch) =>
@@ -98,33 +107,36 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
     send(ex, 200, text, {}, 'text/plain; version=0.0.4; charset=utf-8');
   });
 
-  for (const path of ['/heartbeat', '/report', '/delta/:from/:to', '/binary/:hash', '/health', '/metrics']) {
-    for (const app of apps) app.any(path, (res) => sendError(exchange(res), new UpdaterError('METHOD_NOT_ALLOWED')));
+  // Other methods on known paths, registered last so uWS tries the routes above first.
+  for (const [path, allow] of allowed) {
+    for (const app of apps) app.any(path, (res) => sendError(exchange(res), methodNotAllowed(allow)));
   }
 }
 
 async function serveTransfer(ex: Exchange, req: HttpRequest, kind: TransferKind, to: string, from: string | undefined, deps: RouteDeps): Promise<void> {
   // Headers must be read before the first await: uWS reuses the request object afterwards.
   const rangeHeader = req.getHeader('range');
+  const ifRange = req.getHeader('if-range');
+  const ifNoneMatch = req.getHeader('if-none-match');
   const location = await deps.transfers.find(kind, to, from);
-  const range = parseRange(rangeHeader, location.size);
+  const etag = transferETag(location.hash);
+  if (noneMatch(ifNoneMatch, etag)) {
+    send(ex, 304, '', { ETag: etag, 'Accept-Ranges': 'bytes' });
+    return;
+  }
+  const range = rangeApplies(ifRange, etag) ? parseRange(rangeHeader, location.size) : { kind: 'full' as const };
   if (range.kind === 'unsatisfiable') {
     send(ex, 416, JSON.stringify({ error: { code: 'INVALID_RANGE', message: 'the requested range cannot be satisfied' } }), { 'Content-Range': `bytes */${location.size}` });
     return;
   }
   const [start, end] = range.kind === 'partial' ? [range.start, range.end] : [0, location.size - 1];
   const headers: Record<string, string> = range.kind === 'partial' ? { 'Content-Range': `bytes ${start}-${end}/${location.size}` } : {};
-  const download = streamTransfer(ex, location, start, end - start + 1, range.kind === 'partial' ? 206 : 200, headers, deps.transfers);
+  const download = streamTransfer(ex, location, start, end - start + 1, { status: range.kind === 'partial' ? 206 : 200, headers, headOnly: ex.head }, deps.transfers);
   deps.downloads.add(download);
   try {
     await download;
-    if (!ex.aborted) deps.metrics.transferred(kind, end - start + 1);
+    if (!ex.aborted && !ex.head) deps.metrics.transferred(kind, end - start + 1);
   } finally {
     deps.downloads.delete(download);
   }
-}
-
-function errorIsInternal(err: unknown): boolean {
-  const code = (err as { code?: string })?.code;
-  return code === undefined || code === 'INTERNAL' || code === 'STORE_CORRUPT';
 }

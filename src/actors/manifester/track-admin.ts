@@ -84,19 +84,26 @@ export class TrackAdmin {
       tracks.restore({ ...track, history: track.history.slice(0, depth) });
     }
     for (const artifact of config.artifacts) {
+      const recorded = tracks.get(artifact.key);
       let binary: BinaryInfo;
       try {
         binary = await this.deps.store.registerBinary(artifact.binary);
       } catch (err) {
         // A full or read-only store must not take device service down: serve what it holds.
         if (!storeCannotWrite(err)) throw err;
-        const kept = tracks.get(artifact.key);
-        log.error({ err, artifact: artifact.key, binary: artifact.binary, serving: kept?.hash ?? null },
+        log.error({ err, artifact: artifact.key, binary: artifact.binary, serving: recorded?.hash ?? null },
           'configured binary cannot be stored; the track serves what the state file recorded, if anything, until a reload after the store recovers');
         continue;
       }
       const { track, changed } = tracks.publish({ ...artifact, ...binary, source: 'config' }, depth);
-      if (changed) log.info({ artifact: track.key, version: track.version, hash: track.hash }, 'configured track republished with a new target');
+      if (changed && recorded && recorded.hash !== track.hash) {
+        // Typically a build published through the API onto this configured track: the rule
+        // (configuration wins) stands, but devices may now be offered an older build.
+        log.warn({ artifact: track.key, replaced: { version: recorded.version, hash: recorded.hash }, by: { version: track.version, hash: track.hash } },
+          `configuration replaces the recorded target of ${track.key}: version ${recorded.version} gives way to the configured ${track.version} (an API publish onto a configured track lasts until the next start)`);
+      } else if (changed) {
+        log.info({ artifact: track.key, version: track.version, hash: track.hash }, 'configured track republished with a new target');
+      }
     }
     tracks.setDefault(this.bootDefault(saved));
     tracks.inferDefault();

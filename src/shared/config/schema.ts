@@ -55,7 +55,7 @@ export function configSchema(base: string) {
     })),
     signing: section('signing', {
       privateKeyFile: path(base, requiredText('private_key_file', {
-        meaning: 'Ed25519 key written by `updater keygen`', hint: 'create one with "updater keygen --out FILE"',
+        meaning: 'Ed25519 private key, PKCS#8 PEM (written by `updater keygen`, or `openssl genpkey -algorithm ed25519`); key files in the earlier hex format are still read', hint: 'create one with "updater keygen --out FILE"',
       })),
     }),
     admin: section('admin', {
@@ -84,7 +84,7 @@ export function configSchema(base: string) {
       }),
       deltaMaxSourceBytes: bytesIn('MB', 'delta_max_source_mb', { default: 512, min: 0, meaning: 'size cap on either binary of a pair; 0 disables' }),
       fullCompressionLevel: int('full_compression_level', {
-        default: 19, min: 1, max: 22, meaning: 'zstd level of `{hash}.full.zst`; lower it for very large images that must be ready sooner',
+        default: 19, min: 1, max: 22, meaning: 'zstd level of `{hash}.full.zst`; high levels are slow (level 19 takes seconds per MiB on one core), so lower it for very large images that must be ready sooner',
       }),
       watchSettleMs: durationMs('watch_settle', { default: '5s', minMs: 100, meaning: 'how long a watched binary must stay unchanged before it is republished' }),
     }),

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { open, rm, stat } from 'node:fs/promises';
-import { compress } from '@mongodb-js/zstd';
 import bsdiff from 'bsdiff-node';
 import type { DiffOutcome, DiffResult, DiffTask } from '../../messages/diff.js';
 import { openTemp, storeWriteError, tempPathFor, writeFully } from '../durable-file.js';
 import { UpdaterError, serializeError } from '../errors.js';
 import { sha256File } from '../hash.js';
+import { zstdCompress } from '../zstd.js';
 import { nativeDiff } from './native-engine.js';
 
 // One diff job: a BSDIFF40 patch then zstd (a delta) or zstd alone (a full file). It verifies
@@ -16,7 +16,7 @@ import { nativeDiff } from './native-engine.js';
 // measures it as the pool runs it.
 
 /**
- * zstd is applied frame by frame: @mongodb-js/zstd compresses whole buffers only, and
+ * zstd is applied frame by frame: the binding compresses whole buffers only, and
  * concatenated frames are one valid zstd stream (`zstd -d` restores them as one file), so
  * memory stays at one chunk however large the input.
  */
@@ -125,14 +125,14 @@ async function compressFile(inputPath: string, expectedInputHash: string | undef
       if (bytesRead === 0) break;
       const slice = chunk.subarray(0, bytesRead);
       inputHasher.update(slice);
-      const frame = await compress(Buffer.from(slice), level);
+      const frame = await zstdCompress(Buffer.from(slice), level);
       outputHasher.update(frame);
       await writeFully(output, frame);
       size += frame.length;
     }
     if (size === 0) {
       // An empty input still needs a valid zstd stream.
-      const frame = await compress(Buffer.alloc(0), level);
+      const frame = await zstdCompress(Buffer.alloc(0), level);
       outputHasher.update(frame);
       await writeFully(output, frame);
       size = frame.length;
