@@ -5,6 +5,7 @@ import { generate, parse, type NamedOption, type ParsedPacket } from 'coap-packe
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import { encodeBlockOption, MAX_BLOCK_BYTES, parseBlockOption, type BlockOption } from '../src/shared/wire/block2.js';
 import { decodeManifest, encodeHeartbeat, encodeReport } from '../src/shared/wire/cbor.js';
+import { ECHO_OPTION, echoValue } from '../src/shared/wire/echo.js';
 import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
 import { transportError, type DownloadSink, type Transport } from './transport.js';
 
@@ -41,6 +42,8 @@ export class CoapTransport implements Transport {
   private socket: Socket | undefined;
   private readonly exchanges = new Map<string, Exchange>();
   private nextMessageId = randomInt(0, 0x10000);
+  /** The last Echo value the server sent (see request). */
+  private echo: Buffer | undefined;
 
   constructor(baseUrl: string) {
     const url = new URL(baseUrl);
@@ -84,8 +87,24 @@ export class CoapTransport implements Transport {
     }
   }
 
-  /** One confirmable request and its response, retransmitted with the RFC's exponential timing. */
+  /**
+   * One request and its response. The server holds an answer to an address that has not
+   * proved it receives to 3x the request (docs/coap.md, "Amplification"): it then answers
+   * 4.01 or a smaller block with an Echo value (RFC 9175), and the request goes again with
+   * it. The value is kept and sent on every later request while the server accepts it.
+   */
   private async request(method: 'GET' | 'POST', path: string, options: NamedOption[], payload: Buffer | undefined,
+    timeoutMs: number, signal?: AbortSignal): Promise<ParsedPacket> {
+    const withEcho = () => (this.echo ? [...options, { name: String(ECHO_OPTION) as NamedOption['name'], value: this.echo }] : options);
+    const response = await this.requestOnce(method, path, withEcho(), payload, timeoutMs, signal);
+    const echo = echoValue(response.options);
+    if (!echo || (this.echo && echo.equals(this.echo))) return response;
+    this.echo = echo;
+    return this.requestOnce(method, path, withEcho(), payload, timeoutMs, signal);
+  }
+
+  /** One confirmable request and its response, retransmitted with the RFC's exponential timing. */
+  private async requestOnce(method: 'GET' | 'POST', path: string, options: NamedOption[], payload: Buffer | undefined,
     timeoutMs: number, signal?: AbortSignal): Promise<ParsedPacket> {
     const token = randomBytes(4);
     const key = token.toString('hex');

@@ -5,9 +5,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { generate } from 'coap-packet';
+import { generate, parse } from 'coap-packet';
 import { stringify } from 'yaml';
 import { encodeHeartbeat } from '../src/shared/wire/cbor.js';
+import { ECHO_OPTION, echoValue } from '../src/shared/wire/echo.js';
 import { writePrivateKeyFile } from '../src/shared/signing.js';
 import { freeUdpPort } from '../test/helpers/coap.js';
 import { freePort } from '../test/helpers/fixture.js';
@@ -189,16 +190,28 @@ async function signedManifestJson(url: string, versionHash: string): Promise<str
   throw new Error('the benchmark server produced no signed manifest within 60 s');
 }
 
-/** One CoAP exchange; resolves with the response payload. */
-function coapOnce(port: number, datagram: Buffer): Promise<Buffer> {
+/**
+ * One CoAP exchange; resolves with the response payload. A 4.01 with an Echo value (a short
+ * heartbeat whose signed manifest is over 3x its size, docs/coap.md "Amplification") is
+ * answered the way a device does: the same request again, with the value.
+ */
+async function coapOnce(port: number, datagram: Buffer): Promise<Buffer> {
+  const answer = parse(await coapExchange(port, datagram));
+  const echo = echoValue(answer.options);
+  if (answer.code !== '4.01' || !echo) return answer.payload;
+  const request = parse(datagram);
+  const again = generate({ ...request, options: [...request.options, { name: String(ECHO_OPTION), value: echo }] } as Parameters<typeof generate>[0]);
+  return parse(await coapExchange(port, again)).payload;
+}
+
+function coapExchange(port: number, datagram: Buffer): Promise<Buffer> {
   const socket = createSocket('udp4');
   return new Promise<Buffer>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('no CoAP answer within 5 s')), 5_000);
     socket.on('message', (msg) => {
       if (msg[1] === 0) return;
       clearTimeout(timer);
-      const marker = msg.indexOf(0xff, 4 + (msg[0]! & 0x0f));
-      resolve(marker < 0 ? Buffer.alloc(0) : msg.subarray(marker + 1));
+      resolve(msg);
     });
     socket.send(datagram, port, '127.0.0.1');
   }).finally(() => socket.close());

@@ -3,6 +3,7 @@ import { generate, parse, type ParsedPacket } from 'coap-packet';
 import type { Fixture } from './fixture.js';
 import { startTestServer, type ArtifactEntry, type TestServer } from './server.js';
 import { decodeManifest, encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
+import { ECHO_OPTION, echoValue } from '../../src/shared/wire/echo.js';
 
 // A raw CoAP client over one UDP socket: exact control of message ids, tokens, options and
 // bytes, which node-coap's agent hides (it retransmits, reassembles blocks and converts options).
@@ -79,6 +80,8 @@ export class CoapClient {
   private readonly waiting = new Map<string, (response: CoapResponse) => void>();
   /** Every datagram received, in order: tests of retransmission and dropping look at it. */
   readonly received: CoapResponse[] = [];
+  /** The last Echo value the server sent (see request). */
+  private echo: Buffer | undefined;
 
   constructor(readonly port: number, readonly host = '127.0.0.1') {
     this.socket = createSocket('udp4');
@@ -111,11 +114,23 @@ export class CoapClient {
     return new Promise((resolve, reject) => this.socket.send(datagram, this.port, this.host, (err) => (err ? reject(err) : resolve())));
   }
 
-  /** Sends a request and resolves with the response carrying its token (ACKs for separate responses included). */
+  /**
+   * Sends a request and resolves with the response carrying its token (ACKs for separate
+   * responses included). Like a device, it sends back the last Echo value the server gave it
+   * (RFC 9175, docs/coap.md "Amplification"), and asks again once when an answer brings a new
+   * one (4.01, or a block smaller than asked). `exchange` sends exact bytes instead.
+   */
   async request(request: CoapRequest, timeoutMs = 5_000): Promise<CoapResponse> {
-    const token = request.token ?? Buffer.from(Array.from({ length: 4 }, () => Math.floor(Math.random() * 256)));
-    const datagram = requestDatagram({ ...request, token });
-    return this.exchange(datagram, token, timeoutMs);
+    const once = () => {
+      const token = request.token ?? Buffer.from(Array.from({ length: 4 }, () => Math.floor(Math.random() * 256)));
+      const echo = this.echo ? [{ name: String(ECHO_OPTION), value: this.echo }] : [];
+      return this.exchange(requestDatagram({ ...request, token, extraOptions: [...(request.extraOptions ?? []), ...echo] }), token, timeoutMs);
+    };
+    const response = await once();
+    const echo = echoValue(response.packet.options);
+    if (!echo || (this.echo && echo.equals(this.echo))) return response;
+    this.echo = echo;
+    return once();
   }
 
   /**

@@ -1,4 +1,4 @@
-import { largestBlockWithin, type BlockOption } from '../../shared/wire/block2.js';
+import { largestBlockWithin, MIN_BLOCK_BYTES, type BlockOption } from '../../shared/wire/block2.js';
 
 // Block-wise transfer of a download (RFC 7959, Block2), stateless on the server: every block
 // request names its number and size, so any block can be asked for directly and a device
@@ -16,6 +16,19 @@ export type BlockSelection =
  */
 export function unaskedBlockSize(requestBytes: number): number {
   return largestBlockWithin(requestBytes);
+}
+
+/**
+ * The block an unproven source gets when it asked for `requested`: the same offset in the
+ * largest block size whose bytes fit `budgetBytes` (RFC 7959 §2.4: a server may answer with a
+ * smaller size, the block number scaled so the block starts where the asked one does). Never
+ * below 16 bytes: the smallest download request (a 64-character hash in the path) is over
+ * 70 bytes, so 16 bytes and the options stay within the budget.
+ */
+export function unprovenBlock(requested: BlockOption, budgetBytes: number): BlockOption {
+  let size = requested.size;
+  while (size > MIN_BLOCK_BYTES && size > budgetBytes) size /= 2;
+  return size === requested.size ? requested : { num: requested.num * (requested.size / size), more: requested.more, size };
 }
 
 /** Which bytes of a transfer of `total` bytes a request gets. */

@@ -7,6 +7,7 @@ import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { TransferLocator } from '../transfer-locator.js';
+import { AddressProof } from './amplification.js';
 import { boundDedupCache } from './dedup-cache.js';
 import { InFlight } from './in-flight.js';
 import { inspectDatagram } from './guard.js';
@@ -44,7 +45,7 @@ await runActor(async (ctx) => {
   });
   const transfers = new TransferReader(TransferLocator.of(ctx));
   const fleet = fleetFeedFor(ctx);
-  const handle = deviceRoutes({ ctx, metrics, transfers, fleet, isTooLarge: (req) => tooLarge.has(req._packet) });
+  const handle = deviceRoutes({ ctx, metrics, transfers, fleet, isTooLarge: (req) => tooLarge.has(req._packet), proof: new AddressProof() });
 
   server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
     // A send that fails (socket closed during a drain, packet too large) must not end the thread.

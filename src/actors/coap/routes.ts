@@ -3,11 +3,13 @@ import type { Manifest } from '../../messages/manifester.js';
 import type { TransferKind } from '../../messages/store.js';
 import { encodeManifest, heartbeatFields, reportFields } from '../../shared/wire/cbor.js';
 import { encodeBlockOption, parseBlockOption } from '../../shared/wire/block2.js';
+import { echoValue } from '../../shared/wire/echo.js';
 import { validateHeartbeat, validateReport, type HeartbeatFields } from '../../shared/wire/validate.js';
 import { UpdaterError, errorIsInternal, isUpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
-import { coapChunkSize, selectBlock } from './block2.js';
+import { answerBudget, ECHO_OPTION, type AddressProof } from './amplification.js';
+import { coapChunkSize, selectBlock, unprovenBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
 import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
@@ -26,6 +28,8 @@ export interface RouteDeps {
   fleet: FleetFeed;
   /** Packets whose body was refused before node-coap saw it (see guard.ts). */
   isTooLarge(req: IncomingMessage): boolean;
+  /** Echo values (RFC 9175): who has proved it receives what is sent to it (amplification.ts). */
+  proof: AddressProof;
 }
 
 type Handler = (req: IncomingMessage, res: OutgoingMessage, path: readonly string[]) => Promise<string>;
@@ -49,7 +53,14 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     const fields = heartbeatFields(cborBody(req, deps));
     const request = validateHeartbeat(fields);
     const manifest = await heartbeats.heartbeat(request);
-    send(res, '2.05', encodeManifest(withCoapChunks(manifest)), { 'Content-Format': CONTENT_FORMAT_CBOR });
+    const body = encodeManifest(withCoapChunks(manifest));
+    // A signed manifest is a few hundred bytes: more than 3x a short heartbeat. An unproven
+    // source gets 4.01 with an Echo value instead (a few dozen bytes) and asks again with it.
+    if (answerBytes(req, body.length, 2) > answerBudget(requestBytes(req)) && !proven(req, deps)) {
+      send(res, '4.01', Buffer.alloc(0), { [ECHO_OPTION]: deps.proof.echoFor(req.rsinfo.address) });
+      return '4.01';
+    }
+    send(res, '2.05', body, { 'Content-Format': CONTENT_FORMAT_CBOR });
     deps.fleet.heartbeat(heartbeatRecord(fields as HeartbeatFields, request, 'coap', receivedAtMs));
     return '2.05';
   };
@@ -71,7 +82,11 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     const requested = blockOption ? parseBlockOption(blockOption) : undefined;
     if (blockOption && !requested) throw new UpdaterError('INVALID_FIELD', 'the Block2 option is malformed (SZX 7 or longer than 3 bytes)');
     const location = await transfers.find(kind, to, from);
-    const block = selectBlock(requested, location.size, requestBytes(req));
+    // An unproven source gets a block small enough for the 3x rule, with an Echo value that
+    // earns it the size it asked for on its next request.
+    const capped = requested && !proven(req, deps) ? unprovenBlock(requested, answerBudget(requestBytes(req)) - answerBytes(req, 0, TRANSFER_OPTION_BYTES)) : requested;
+    const echo = capped !== requested ? { [ECHO_OPTION]: deps.proof.echoFor(req.rsinfo.address) } : {};
+    const block = selectBlock(capped, location.size, requestBytes(req));
     if (block.kind === 'out-of-range') {
       throw new UpdaterError('INVALID_RANGE', `block ${requested?.num} of ${requested?.size} bytes is past the end (${location.size} bytes)`);
     }
@@ -82,6 +97,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
       Block2: encodeBlockOption(block.num, block.more, block.size),
       // The total size on the first block lets a device check its free space before going on.
       ...(block.num === 0 ? { Size2: location.size } : {}),
+      ...echo,
     });
     metrics.transferred(kind, bytes.length);
     return '2.05';
@@ -112,6 +128,22 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     stop(code);
     return code;
   };
+}
+
+/**
+ * The options of a block answer at their largest: Content-Format (2), ETag (9), Block2 (4),
+ * Size2 (5) and Echo (14), plus the payload marker.
+ */
+const TRANSFER_OPTION_BYTES = 2 + 9 + 4 + 5 + 14 + 1;
+
+/** The size of an answer to `req` with a payload of `payloadBytes` and options of `optionBytes`. */
+function answerBytes(req: IncomingMessage, payloadBytes: number, optionBytes: number): number {
+  return 4 + (req._packet.token?.length ?? 0) + optionBytes + (payloadBytes > 0 ? 1 + payloadBytes : 0);
+}
+
+/** Whether the request carries an Echo value this server made for its source address. */
+function proven(req: IncomingMessage, deps: RouteDeps): boolean {
+  return deps.proof.proves(req.rsinfo.address, echoValue(req._packet.options));
 }
 
 /** The manifester's answer with the chunk fields a CoAP device can use; every other value unchanged. */
