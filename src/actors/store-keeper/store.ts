@@ -38,6 +38,8 @@ export class ContentStore {
   private readonly binaries = new Map<string, number>();
   private readonly transfers = new Map<string, TransferInfo>();
   private readonly inflight = new Map<string, Promise<TransferInfo>>();
+  /** Cluster mode: derived files of other replicas being checked before they are indexed here. */
+  private readonly adoptions = new Map<string, Promise<TransferInfo | undefined>>();
   private readonly targetCache: TargetCache;
   private readonly hotCache: HotTransferCache;
   /** The diff pool; absent when the caller runs diff tasks itself (tests). */
@@ -231,11 +233,14 @@ export class ContentStore {
     });
   }
 
-  locate(kind: TransferKind, to: string, from?: string): TransferLocation | null {
+  async locate(kind: TransferKind, to: string, from?: string): Promise<TransferLocation | null> {
     assertSha256Hex(to, 'to');
     if (kind === 'delta') assertSha256Hex(from, 'from');
     const name = transferName(kind, to, from);
-    const info = this.transfers.get(name);
+    // In a cluster, a device may download from this replica a file another replica generated
+    // moments ago (the load balancer sent its heartbeat there): it is adopted from the shared
+    // store on the spot rather than answered 404 until an announcement arrives.
+    const info = this.transfers.get(name) ?? (this.cluster ? await this.adoptDerived(name) : undefined);
     if (!info) return null;
     const path = join(this.layout.deltas, name);
     const shared = this.hotCache.get(name);
@@ -339,6 +344,16 @@ export class ContentStore {
   }
 
   /** A derived file that is on the shared disk: indexed once its bytes fit its name. */
+  /** One adoption per name at a time, however many downloads ask for it at once. */
+  private adoptDerived(name: string): Promise<TransferInfo | undefined> {
+    let pending = this.adoptions.get(name);
+    if (!pending) {
+      pending = this.findDerived(name).finally(() => this.adoptions.delete(name));
+      this.adoptions.set(name, pending);
+    }
+    return pending;
+  }
+
   private async findDerived(name: string): Promise<TransferInfo | undefined> {
     const done = this.transfers.get(name);
     if (done) return done;
