@@ -32,8 +32,8 @@ interface EditRecipe {
   newBytes(length: number, seed: number): Buffer;
 }
 
-/** xorshift32: a deterministic stream, so every run benchmarks the same pair. */
-function prng(seed: number): () => number {
+/** xorshift32: a deterministic stream, so every run benchmarks the same pair (and a failing fuzz seed replays). */
+export function prng(seed: number): () => number {
   let state = seed >>> 0 || 1;
   return () => {
     state ^= state << 13;

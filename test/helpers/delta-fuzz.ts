@@ -3,6 +3,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import engine from 'updater-delta-engine';
+import { prng } from '../../bench/pairs.js';
 
 // Fuzz pairs for the native delta engine. Every patch the engine writes (and verifies itself)
 // is applied again by the stock `bspatch` command and by the engine's streaming `patch`, and
@@ -16,19 +17,6 @@ export interface FuzzPair {
   readonly name: string;
   readonly old: Buffer;
   readonly next: Buffer;
-}
-
-/** xorshift32, so a failing seed can be replayed. */
-export function prng(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state >>>= 0;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    state >>>= 0;
-    return state / 0x1_0000_0000;
-  };
 }
 
 function randomBytes(random: () => number, length: number, alphabet = 256): Buffer {
