@@ -30,8 +30,21 @@ export interface ReportRecord {
   readonly receivedAtMs: number;
 }
 
+/**
+ * Heartbeats as they cross from a front-end to the fleet actor: a few compact values instead
+ * of an object each, which structured cloning would walk field by field at both ends
+ * (src/actors/fleet-feed.ts packs and unpacks them).
+ */
+export interface PackedHeartbeats {
+  readonly count: number;
+  /** Per heartbeat: device id, version hash, version, artifact, hw arch, hw os, each its UTF-8 length (uint16 LE), then its bytes. */
+  readonly text: Uint8Array;
+  /** Per heartbeat: free_ram, free_disk, receivedAtMs, transport (0 http, 1 coap). */
+  readonly numbers: Float64Array;
+}
+
 export interface FleetBatch {
-  readonly heartbeats: readonly HeartbeatRecord[];
+  readonly heartbeats: PackedHeartbeats;
   readonly reports: readonly ReportRecord[];
 }
 

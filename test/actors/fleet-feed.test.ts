@@ -1,6 +1,12 @@
 import t from 'tap';
-import { FleetFeed, heartbeatRecord, reportRecord } from '../../src/actors/fleet-feed.js';
-import type { FleetBatch } from '../../src/messages/fleet.js';
+import { FleetFeed, HeartbeatPacker, reportRecord, unpackHeartbeats } from '../../src/actors/fleet-feed.js';
+import type { FleetBatch, HeartbeatRecord, PackedHeartbeats } from '../../src/messages/fleet.js';
+
+const unpacked = (packed: PackedHeartbeats) => {
+  const records: HeartbeatRecord[] = [];
+  unpackHeartbeats(packed, (r) => records.push(r));
+  return records;
+};
 
 const hash = 'a'.repeat(64);
 
@@ -8,12 +14,12 @@ t.test('records wait a moment and travel together, after the answer', async (t) 
   const sent: FleetBatch[] = [];
   const feed = new FleetFeed((batch) => void sent.push(batch));
   const fields = { device_id: 'd1', version_hash: hash, version: '1.2.3', hw_info: { arch: 'arm64', os: 'linux', free_ram: 10n, free_disk: 20 } };
-  feed.heartbeat(heartbeatRecord(fields, { deviceId: 'd1', versionHash: hash, artifact: '' }, 'coap', 1000));
+  feed.heartbeat(fields, { deviceId: 'd1', versionHash: hash, artifact: '' }, 'coap', 1000);
   feed.report(reportRecord({ deviceId: 'd1', previousHash: '', newHash: hash, success: false, rollbackReason: 'boot', timestamp: 5 }, 2000));
   t.equal(sent.length, 0, 'not on the answer path: nothing is sent synchronously');
   await new Promise((r) => setTimeout(r, 200));
   t.equal(sent.length, 1);
-  t.same(sent[0]!.heartbeats, [{ deviceId: 'd1', versionHash: hash, version: '1.2.3', artifact: '', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 10, hwFreeDisk: 20, transport: 'coap', receivedAtMs: 1000 }]);
+  t.same(unpacked(sent[0]!.heartbeats), [{ deviceId: 'd1', versionHash: hash, version: '1.2.3', artifact: '', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 10, hwFreeDisk: 20, transport: 'coap', receivedAtMs: 1000 }]);
   t.same(sent[0]!.reports, [{ deviceId: 'd1', previousHash: '', newHash: hash, success: false, rollbackReason: 'boot', timestamp: 5, receivedAtMs: 2000 }]);
 });
 
@@ -21,7 +27,7 @@ t.test('a fleet actor that is away costs records, counted, never an exception', 
   const feed = new FleetFeed(() => {
     throw new Error('not connected');
   });
-  for (let i = 0; i < 3; i++) feed.heartbeat(heartbeatRecord({}, { deviceId: `d${i}`, versionHash: hash, artifact: 'app' }, 'http', 0));
+  for (let i = 0; i < 3; i++) feed.heartbeat({}, { deviceId: `d${i}`, versionHash: hash, artifact: 'app' }, 'http', 0);
   feed.flush();
   t.equal(feed.lost, 3);
   const rejecting = new FleetFeed(async () => {
@@ -35,7 +41,25 @@ t.test('a fleet actor that is away costs records, counted, never an exception', 
 
 t.test('the inventory turned off: records go nowhere', async (t) => {
   const feed = new FleetFeed(undefined);
-  feed.heartbeat(heartbeatRecord({}, { deviceId: 'd', versionHash: hash, artifact: '' }, 'http', 0));
+  feed.heartbeat({}, { deviceId: 'd', versionHash: hash, artifact: '' }, 'http', 0);
   feed.flush();
   t.equal(feed.lost, 0);
+});
+
+t.test('packed heartbeats come back field for field, whatever their text holds', async (t) => {
+  const packer = new HeartbeatPacker(4);
+  const odd = ['', 'a\u0000b', '\u0001\u0002', 'tab\tnew\nline', 'é€😀', 'x'.repeat(200)];
+  const expected: HeartbeatRecord[] = [];
+  for (let i = 0; i < 4; i++) {
+    const [version, arch, os, artifact] = [odd[i]!, odd[(i + 1) % odd.length]!, odd[(i + 2) % odd.length]!, i === 3 ? odd[5]! : odd[i + 1]!];
+    const fields = { version, hw_info: { arch, os, free_ram: 2 ** 53 - 1 - i, free_disk: BigInt(i) } };
+    t.ok(packer.add(fields, { deviceId: `dev-${odd[4]}-${i}`, versionHash: hash, artifact }, i % 2 ? 'coap' : 'http', 1_800_000_000_000 + i));
+    expected.push({ deviceId: `dev-${odd[4]}-${i}`, versionHash: hash, version, artifact, hwArch: arch, hwOs: os, hwFreeRam: 2 ** 53 - 1 - i, hwFreeDisk: i, transport: i % 2 ? 'coap' : 'http', receivedAtMs: 1_800_000_000_000 + i });
+  }
+  t.notOk(packer.add({}, { deviceId: 'one-too-many', versionHash: hash, artifact: '' }, 'http', 0), 'a full packer refuses');
+  const packed = packer.take();
+  t.equal(packed.count, 4);
+  t.same(unpacked(packed), expected);
+  t.equal(packer.take().count, 0, 'empty after take');
+  t.same(unpacked(structuredClone(packed)), expected, 'the same after crossing a thread boundary');
 });

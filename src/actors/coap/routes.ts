@@ -12,7 +12,7 @@ import { answerBudget, ECHO_OPTION, type AddressProof } from './amplification.js
 import { coapChunkSize, selectBlock, unprovenBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
-import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
+import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';
@@ -61,7 +61,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
       return '4.01';
     }
     send(res, '2.05', body, { 'Content-Format': CONTENT_FORMAT_CBOR });
-    deps.fleet.heartbeat(heartbeatRecord(fields as HeartbeatFields, request, 'coap', receivedAtMs));
+    deps.fleet.heartbeat(fields as HeartbeatFields, request, 'coap', receivedAtMs);
     return '2.05';
   };
 

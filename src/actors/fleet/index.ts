@@ -2,6 +2,7 @@ import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
 import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
+import { unpackHeartbeats } from '../fleet-feed.js';
 import { runActor } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from '../../shared/database/fleet-queries.js';
@@ -61,7 +62,9 @@ await runActor(async (ctx) => {
       await q.writeBatch(db(), heartbeats, taken.reports);
       buffer.written(taken.heartbeats);
       const done = Date.now();
-      const lags = [...taken.heartbeats, ...taken.reports].map((r) => (done - r.receivedAtMs) / 1000);
+      const lags: number[] = [];
+      for (const r of taken.heartbeats) lags.push((done - r.receivedAtMs) / 1000);
+      for (const r of taken.reports) lags.push((done - r.receivedAtMs) / 1000);
       metrics.flushed(lags, (done - started) / 1000);
     } catch (err) {
       metrics.flushFailed();
@@ -123,7 +126,7 @@ await runActor(async (ctx) => {
   return {
     record(batch) {
       if (stopped) return;
-      for (const h of batch.heartbeats) buffer.addHeartbeat(h);
+      unpackHeartbeats(batch.heartbeats, (h) => buffer.addHeartbeat(h));
       for (const r of batch.reports) buffer.addReport(r);
     },
     listDevices: (query) => q.listDevices(db(), query),

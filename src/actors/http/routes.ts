@@ -1,6 +1,6 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { HeartbeatBatcher } from '../heartbeat-batcher.js';
-import { heartbeatRecord, reportRecord, type FleetFeed } from '../fleet-feed.js';
+import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { TransferLocator } from '../transfer-locator.js';
 import type { TransferKind } from '../../messages/store.js';
 import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES, type HeartbeatFields } from '../../shared/wire/validate.js';
@@ -70,7 +70,7 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
     const request = validateHeartbeat(fields);
     send(ex, 200, await heartbeats.heartbeat(request));
     // Only an answered heartbeat enters the inventory, and only once the device has its answer.
-    deps.fleet.heartbeat(heartbeatRecord(fields as HeartbeatFields, request, 'http', receivedAtMs));
+    deps.fleet.heartbeat(fields as HeartbeatFields, request, 'http', receivedAtMs);
   });
 
   route('post', '/report', 'report', async (ex, req) => {

@@ -1,6 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import type pg from 'pg';
 import { UpdaterError } from '../errors.js';
 import { migrateToLatest } from './migrations.js';
 import type { Database, Engine } from './schema.js';
@@ -12,6 +14,22 @@ export interface FleetDatabase {
   readonly db: Kysely<Database>;
   readonly engine: Engine;
   close(): Promise<void>;
+}
+
+/**
+ * The driver under a Kysely instance: the fleet's hot write path (fleet-writes.ts) talks to it
+ * directly, a prepared statement per row on SQLite and array parameters on PostgreSQL, which
+ * costs a fraction of compiling the same upserts through the builder at every flush.
+ */
+export type Driver = { readonly engine: 'sqlite'; readonly file: BetterSqlite3.Database } | { readonly engine: 'postgres'; readonly pool: pg.Pool };
+
+const drivers = new WeakMap<Kysely<Database>, Driver>();
+
+/** The driver of a database opened by openDatabase. */
+export function driverOf(db: Kysely<Database>): Driver {
+  const driver = drivers.get(db);
+  if (!driver) throw new TypeError('not a database opened by openDatabase');
+  return driver;
 }
 
 export function engineOf(location: string): Engine {
@@ -30,6 +48,7 @@ export function redactDatabaseUrl(location: string): string {
 export async function openDatabase(location: string, options: { poolSize?: number } = {}): Promise<FleetDatabase> {
   const engine = engineOf(location);
   let db: Kysely<Database>;
+  let driver: Driver;
   try {
     // Only the driver in use is loaded: each actor thread that opens a database pays for one.
     if (engine === 'postgres') {
@@ -40,6 +59,7 @@ export async function openDatabase(location: string, options: { poolSize?: numbe
       const pool = new pg.Pool({ connectionString: location, max: options.poolSize ?? 4, connectionTimeoutMillis: 5_000 });
       pool.on('error', () => undefined); // an idle client's error; the next query reports it
       db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+      driver = { engine, pool };
     } else {
       mkdirSync(dirname(location), { recursive: true });
       const { default: SqliteDatabase } = await import('better-sqlite3');
@@ -50,6 +70,7 @@ export async function openDatabase(location: string, options: { poolSize?: numbe
       file.pragma('synchronous = NORMAL');
       file.pragma('busy_timeout = 5000');
       db = new Kysely<Database>({ dialect: new SqliteDialect({ database: file }) });
+      driver = { engine, file };
     }
   } catch (err) {
     throw unreachable(location, err);
@@ -61,6 +82,7 @@ export async function openDatabase(location: string, options: { poolSize?: numbe
     throw unreachable(location, err);
   }
   await migrateToLatest(db as Kysely<unknown>, engine);
+  drivers.set(db, driver);
   return { db, engine, close: () => db.destroy() };
 }
 

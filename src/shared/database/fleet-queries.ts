@@ -1,98 +1,17 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, HeartbeatRecord, ReportQuery, ReportRecord, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
+import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
 import { recountVersions } from './migrations.js';
 import type { Database, DevicesTable, ReportsTable } from './schema.js';
 
-// Every query of the inventory, written once for both engines: only portable SQL (upsert with
-// ON CONFLICT, which SQLite and PostgreSQL share; no engine functions).
+// Every query of the inventory, written once for both engines: only portable SQL (no engine
+// functions). The one exception is the flush, the hot write, in fleet-writes.ts.
 
-/** Rows per statement: 16 columns × 500 stays under SQLite's and PostgreSQL's parameter caps. */
-const CHUNK = 500;
+export { writeBatch } from './fleet-writes.js';
+
 export const DEVICE_REPORTS_SHOWN = 50;
 const DAY_SECONDS = 86_400;
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
-
-/** Writes one flush in one transaction: device upserts, then reports and each device's last report. */
-export async function writeBatch(db: Kysely<Database>, heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): Promise<void> {
-  await db.transaction().execute(async (tx) => {
-    for (let i = 0; i < heartbeats.length; i += CHUNK) {
-      const rows = heartbeats.slice(i, i + CHUNK).map((r) => ({
-        device_id: r.deviceId, artifact: r.artifact, version_hash: r.versionHash, version: r.version,
-        hw_arch: r.hwArch, hw_os: r.hwOs, hw_free_ram: r.hwFreeRam, hw_free_disk: r.hwFreeDisk,
-        transport: r.transport, first_seen: seconds(r.receivedAtMs), last_seen: seconds(r.receivedAtMs),
-      }));
-      await countMoves(tx, rows);
-      await tx.insertInto('devices').values(rows).onConflict((oc) => oc.column('device_id').doUpdateSet((eb) => ({
-        artifact: eb.ref('excluded.artifact'),
-        version_hash: eb.ref('excluded.version_hash'),
-        version: eb.ref('excluded.version'),
-        hw_arch: eb.ref('excluded.hw_arch'),
-        hw_os: eb.ref('excluded.hw_os'),
-        hw_free_ram: eb.ref('excluded.hw_free_ram'),
-        hw_free_disk: eb.ref('excluded.hw_free_disk'),
-        transport: eb.ref('excluded.transport'),
-        last_seen: eb.ref('excluded.last_seen'),
-      }))).execute();
-    }
-    for (let i = 0; i < reports.length; i += CHUNK) {
-      await tx.insertInto('reports').values(reports.slice(i, i + CHUNK).map((r) => ({
-        device_id: r.deviceId, previous_hash: r.previousHash, new_hash: r.newHash, success: r.success ? 1 : 0,
-        rollback_reason: r.rollbackReason, timestamp: r.timestamp, received_at: seconds(r.receivedAtMs),
-      }))).execute();
-    }
-    // A device's last report, on its row, so that a list page needs no join. Reports are few
-    // next to heartbeats: one update per reporting device is cheap. A device never seen by a
-    // heartbeat has no row; its reports are still kept and counted.
-    const latest = new Map<string, ReportRecord>();
-    for (const r of reports) latest.set(r.deviceId, r);
-    for (const r of latest.values()) {
-      await tx.updateTable('devices').set({
-        last_report_success: r.success ? 1 : 0, last_report_new_hash: r.newHash,
-        last_report_reason: r.rollbackReason, last_report_at: seconds(r.receivedAtMs),
-      }).where('device_id', '=', r.deviceId).execute();
-    }
-  });
-}
-
-type Moved = Pick<DevicesTable, 'device_id' | 'artifact' | 'version_hash' | 'version'>;
-
-/**
- * Keeps fleet_versions in step with a chunk of device upserts: reads where those devices were
- * (primary-key lookups), then moves one count per device that changed track or version. Only
- * the fleet actor writes, so nothing moves between the read and the write.
- */
-async function countMoves(tx: Kysely<Database>, rows: readonly Moved[]): Promise<void> {
-  const before = await tx.selectFrom('devices').select(['device_id', 'artifact', 'version_hash'])
-    .where('device_id', 'in', rows.map((r) => r.device_id)).execute();
-  const was = new Map(before.map((b) => [b.device_id, b]));
-  const delta = new Map<string, { artifact: string; version_hash: string; version: string; devices: number }>();
-  const move = (artifact: string, hash: string, version: string, by: number) => {
-    const key = `${artifact}\n${hash}`;
-    const entry = delta.get(key) ?? { artifact, version_hash: hash, version, devices: 0 };
-    entry.devices += by;
-    if (by > 0) entry.version = version;
-    delta.set(key, entry);
-  };
-  for (const r of rows) {
-    const old = was.get(r.device_id);
-    if (old && old.artifact === r.artifact && old.version_hash === r.version_hash) continue;
-    if (old) move(old.artifact, old.version_hash, '', -1);
-    move(r.artifact, r.version_hash, r.version, +1);
-  }
-  const gained = [...delta.values()].filter((d) => d.devices > 0);
-  if (gained.length > 0) {
-    await tx.insertInto('fleet_versions').values(gained).onConflict((oc) => oc.columns(['artifact', 'version_hash']).doUpdateSet((eb) => ({
-      devices: eb('fleet_versions.devices', '+', eb.ref('excluded.devices')),
-      version: eb.ref('excluded.version'),
-    }))).execute();
-  }
-  for (const d of delta.values()) {
-    if (d.devices >= 0) continue;
-    await tx.updateTable('fleet_versions').set((eb) => ({ devices: eb('devices', '+', d.devices) }))
-      .where('artifact', '=', d.artifact).where('version_hash', '=', d.version_hash).execute();
-  }
-}
 
 export function deviceView(row: Selectable<DevicesTable>): DeviceView {
   return {

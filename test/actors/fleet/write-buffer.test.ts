@@ -89,3 +89,18 @@ t.test('a failed flush puts its records back behind newer heartbeats of the same
   t.same(again.reports.map((r) => r.deviceId), ['a', 'c'], 'reports keep their order');
   t.ok(b.oldestReceivedAtMs() === undefined);
 });
+
+t.test('the device → version memory keeps the most recently written devices, within its budget', async (t) => {
+  const b = new WriteBuffer(2 * one, 3 * 160);
+  for (let i = 0; i < 50; i++) {
+    b.addHeartbeat(hb(`dev-${String(i).padStart(3, '0')}`));
+    b.written(b.take().heartbeats);
+  }
+  t.equal(b.knownDevices, 3, 'bounded');
+  // dev-049 is still known: its heartbeat is a last_seen-only update, dropped before a first sighting.
+  b.addHeartbeat(hb('dev-049'));
+  b.addHeartbeat(hb('dev-000'));
+  b.addHeartbeat(hb('dev-100'));
+  t.same(b.dropped, { last_seen: 1, new_device: 0, report_overflow: 0 });
+  t.same(b.take().heartbeats.map((h) => h.deviceId), ['dev-000', 'dev-100'], 'dev-000 was forgotten: a first sighting again');
+});

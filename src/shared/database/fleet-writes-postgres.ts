@@ -1,0 +1,108 @@
+import type pg from 'pg';
+import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
+import { latestReports, seconds, VersionMoves } from './fleet-moves.js';
+
+// The flush on PostgreSQL (plan in fleet-writes.ts): each step is one statement over a whole
+// chunk, its rows passed as one array parameter per column and unnested on the server, so a
+// flush costs a handful of round trips whatever its size. The statements are named, hence
+// parsed and planned once per connection.
+
+/** Rows per statement: the arrays are single parameters, so only memory bounds this. */
+const CHUNK = 5_000;
+
+const TOUCH = `update devices as d set last_seen = u.last_seen, hw_arch = u.hw_arch, hw_os = u.hw_os,
+    hw_free_ram = u.hw_free_ram, hw_free_disk = u.hw_free_disk, transport = u.transport
+  from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
+    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+  where d.device_id = u.device_id collate "C" and d.artifact = u.artifact and d.version_hash = u.version_hash and d.version = u.version
+  returning d.device_id`;
+const LOCATE = 'select device_id, artifact, version_hash from devices where device_id = any($1::text[])';
+const UPSERT = `insert into devices (device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, first_seen, last_seen)
+  select u.*, u.last_seen from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
+    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+  on conflict (device_id) do update set artifact = excluded.artifact, version_hash = excluded.version_hash, version = excluded.version,
+    hw_arch = excluded.hw_arch, hw_os = excluded.hw_os, hw_free_ram = excluded.hw_free_ram, hw_free_disk = excluded.hw_free_disk,
+    transport = excluded.transport, last_seen = excluded.last_seen`;
+const GAIN = `insert into fleet_versions (artifact, version_hash, version, devices)
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::integer[])
+  on conflict (artifact, version_hash) do update set devices = fleet_versions.devices + excluded.devices, version = excluded.version`;
+const LOSE = `update fleet_versions as f set devices = f.devices + u.by
+  from unnest($1::text[], $2::text[], $3::integer[]) as u(artifact, version_hash, by)
+  where f.artifact = u.artifact and f.version_hash = u.version_hash`;
+const REPORTS = `insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at)
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::bigint[], $7::bigint[])`;
+const LAST_REPORTS = `update devices as d set last_report_success = u.success, last_report_new_hash = u.new_hash,
+    last_report_reason = u.reason, last_report_at = u.at
+  from unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::bigint[]) as u(device_id, success, new_hash, reason, at)
+  where d.device_id = u.device_id collate "C"`;
+
+const named = (name: string, text: string, values: unknown[]): pg.QueryConfig => ({ name: `fleet_${name}`, text, values });
+
+/** The ten device columns of TOUCH and UPSERT, one array each. */
+function deviceColumns(rows: readonly HeartbeatRecord[]): unknown[] {
+  const n = rows.length;
+  const cols = Array.from({ length: 10 }, () => new Array<unknown>(n));
+  for (let i = 0; i < n; i++) {
+    const r = rows[i]!;
+    cols[0]![i] = r.deviceId;
+    cols[1]![i] = r.artifact;
+    cols[2]![i] = r.versionHash;
+    cols[3]![i] = r.version;
+    cols[4]![i] = r.hwArch;
+    cols[5]![i] = r.hwOs;
+    cols[6]![i] = r.hwFreeRam;
+    cols[7]![i] = r.hwFreeDisk;
+    cols[8]![i] = r.transport;
+    cols[9]![i] = seconds(r.receivedAtMs);
+  }
+  return cols;
+}
+
+export async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): Promise<void> {
+  const client = await pool.connect();
+  let failed: unknown;
+  try {
+    await client.query('begin');
+    const moves = new VersionMoves();
+    for (let i = 0; i < heartbeats.length; i += CHUNK) {
+      const chunk = heartbeats.slice(i, i + CHUNK);
+      const touched = await client.query<{ device_id: string }>(named('touch', TOUCH, deviceColumns(chunk)));
+      if (touched.rowCount === chunk.length) continue;
+      const done = new Set(touched.rows.map((r) => r.device_id));
+      const rest = chunk.filter((r) => !done.has(r.deviceId));
+      const before = await client.query<{ device_id: string; artifact: string; version_hash: string }>(named('locate', LOCATE, [rest.map((r) => r.deviceId)]));
+      const was = new Map(before.rows.map((b) => [b.device_id, b]));
+      for (const r of rest) moves.device(was.get(r.deviceId), r);
+      await client.query(named('upsert', UPSERT, deviceColumns(rest)));
+    }
+    const gained = moves.gained;
+    if (gained.length > 0) {
+      await client.query(named('gain', GAIN, [gained.map((m) => m.artifact), gained.map((m) => m.version_hash), gained.map((m) => m.version), gained.map((m) => m.devices)]));
+    }
+    const lost = moves.lost;
+    if (lost.length > 0) await client.query(named('lose', LOSE, [lost.map((m) => m.artifact), lost.map((m) => m.version_hash), lost.map((m) => m.devices)]));
+    for (let i = 0; i < reports.length; i += CHUNK) {
+      const chunk = reports.slice(i, i + CHUNK);
+      await client.query(named('reports', REPORTS, [
+        chunk.map((r) => r.deviceId), chunk.map((r) => r.previousHash), chunk.map((r) => r.newHash), chunk.map((r) => (r.success ? 1 : 0)),
+        chunk.map((r) => r.rollbackReason), chunk.map((r) => r.timestamp), chunk.map((r) => seconds(r.receivedAtMs)),
+      ]));
+    }
+    // A device never seen by a heartbeat has no row: its reports are still kept and counted.
+    const latest = latestReports(reports);
+    if (latest.length > 0) {
+      await client.query(named('last_reports', LAST_REPORTS, [
+        latest.map((r) => r.deviceId), latest.map((r) => (r.success ? 1 : 0)), latest.map((r) => r.newHash),
+        latest.map((r) => r.rollbackReason), latest.map((r) => seconds(r.receivedAtMs)),
+      ]));
+    }
+    await client.query('commit');
+  } catch (err) {
+    failed = err;
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    // A connection that failed mid-transaction is discarded rather than reused.
+    client.release(failed instanceof Error ? failed : undefined);
+  }
+}
