@@ -6,15 +6,18 @@ import type { ActorContext } from './runtime.js';
 
 // What a front-end hands the fleet actor, after the device has its answer: records gathered
 // for a short while travel in one fire-and-forget message, never awaited on an answer path.
-// Heartbeats are packed as they come (PackedHeartbeats: UTF-8 bytes and a Float64Array per
-// batch, no object per heartbeat), since at tens of thousands a second cloning an object each
-// cost the front-end and the fleet actor more than the whole database write. A front-end
+// Heartbeats are packed as they come (PackedHeartbeats: each distinct text once, and typed
+// arrays of references and numbers, no object per heartbeat): at tens of thousands a second,
+// an object each to clone, and the same version hash and track key copied and decoded again
+// in every record, cost the two threads more than the database write itself. A front-end
 // holds at most MAX_QUEUED records; past that (the fleet actor is restarting or far behind)
 // the newest are counted as lost rather than held.
 
 const SEND_AFTER_MS = 50;
 const MAX_BATCH = 2048;
 const MAX_QUEUED = 20_000;
+/** Strings per packed heartbeat: device id, version hash, version, artifact, hw arch, hw os. */
+const STRINGS = 6;
 /** Float64 values per packed heartbeat: free_ram, free_disk, receivedAtMs, transport. */
 const NUMBERS = 4;
 const TRANSPORTS = ['http', 'coap'] as const;
@@ -22,17 +25,16 @@ const TRANSPORTS = ['http', 'coap'] as const;
 const textOf = (v: unknown) => (typeof v === 'string' ? v : '');
 const countOf = (v: unknown) => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : 0);
 
-/** Bytes reserved per heartbeat before packing: six length prefixes, and 3 UTF-8 bytes per UTF-16 unit at most. */
-const worstBytes = (...texts: string[]) => texts.reduce((sum, t) => sum + 2 + 3 * t.length, 0);
-
 /** Heartbeats packed one after another, up to `capacity`. */
 export class HeartbeatPacker {
-  private bytes = Buffer.allocUnsafe(64 * 1024);
-  private used = 0;
+  private strings: string[] = [];
+  private index = new Map<string, number>();
+  private readonly refs: Uint32Array;
   private readonly numbers: Float64Array;
   count = 0;
 
   constructor(readonly capacity: number) {
+    this.refs = new Uint32Array(capacity * STRINGS);
     this.numbers = new Float64Array(capacity * NUMBERS);
   }
 
@@ -40,60 +42,50 @@ export class HeartbeatPacker {
   add(fields: HeartbeatFields, request: HeartbeatRequest, transport: 'http' | 'coap', receivedAtMs: number): boolean {
     if (this.count >= this.capacity) return false;
     const hw = (typeof fields.hw_info === 'object' && fields.hw_info !== null ? fields.hw_info : {}) as Record<string, unknown>;
-    const texts = [request.deviceId, request.versionHash, textOf(fields.version), request.artifact, textOf(hw.arch), textOf(hw.os)];
-    const need = this.used + worstBytes(...texts);
-    if (need > this.bytes.length) {
-      const grown = Buffer.allocUnsafe(Math.max(need, 2 * this.bytes.length));
-      this.bytes.copy(grown, 0, 0, this.used);
-      this.bytes = grown;
-    }
-    for (const text of texts) {
-      const length = this.bytes.write(text, this.used + 2);
-      this.bytes.writeUInt16LE(length, this.used);
-      this.used += 2 + length;
-    }
-    const at = this.count++ * NUMBERS;
-    this.numbers[at] = countOf(hw.free_ram);
-    this.numbers[at + 1] = countOf(hw.free_disk);
-    this.numbers[at + 2] = receivedAtMs;
-    this.numbers[at + 3] = transport === 'http' ? 0 : 1;
+    const s = this.count * STRINGS;
+    this.refs[s] = this.ref(request.deviceId);
+    this.refs[s + 1] = this.ref(request.versionHash);
+    this.refs[s + 2] = this.ref(textOf(fields.version));
+    this.refs[s + 3] = this.ref(request.artifact);
+    this.refs[s + 4] = this.ref(textOf(hw.arch));
+    this.refs[s + 5] = this.ref(textOf(hw.os));
+    const n = this.count++ * NUMBERS;
+    this.numbers[n] = countOf(hw.free_ram);
+    this.numbers[n + 1] = countOf(hw.free_disk);
+    this.numbers[n + 2] = receivedAtMs;
+    this.numbers[n + 3] = transport === 'http' ? 0 : 1;
     return true;
   }
 
   /** What was packed (copies, ready to post); the packer is empty afterwards. */
   take(): PackedHeartbeats {
-    const packed = { count: this.count, text: Uint8Array.prototype.slice.call(this.bytes, 0, this.used), numbers: this.numbers.slice(0, this.count * NUMBERS) };
-    this.used = 0;
+    const packed = { count: this.count, strings: this.strings, refs: this.refs.slice(0, this.count * STRINGS), numbers: this.numbers.slice(0, this.count * NUMBERS) };
+    this.strings = [];
+    this.index = new Map();
     this.count = 0;
     return packed;
   }
+
+  /** The text's place in `strings`: each distinct text of the batch travels once. */
+  private ref(text: string): number {
+    let at = this.index.get(text);
+    if (at === undefined) {
+      at = this.strings.push(text) - 1;
+      this.index.set(text, at);
+    }
+    return at;
+  }
 }
 
-/**
- * The fleet actor's side: each packed heartbeat as a record, in order. Every string is decoded
- * on its own (never a slice of a larger one), so a record or a key kept for long holds only
- * its own characters.
- */
+/** The fleet actor's side: each packed heartbeat as a record, in order; equal texts are one string. */
 export function unpackHeartbeats(packed: PackedHeartbeats, visit: (record: HeartbeatRecord) => void): void {
-  const bytes = Buffer.from(packed.text.buffer, packed.text.byteOffset, packed.text.byteLength);
-  const { numbers } = packed;
-  let at = 0;
-  const next = () => {
-    const end = at + 2 + bytes.readUInt16LE(at);
-    const value = bytes.toString('utf8', at + 2, end);
-    at = end;
-    return value;
-  };
+  const { strings, refs, numbers } = packed;
   for (let i = 0; i < packed.count; i++) {
-    const deviceId = next();
-    const versionHash = next();
-    const version = next();
-    const artifact = next();
-    const hwArch = next();
-    const hwOs = next();
+    const s = i * STRINGS;
     const n = i * NUMBERS;
     visit({
-      deviceId, versionHash, version, artifact, hwArch, hwOs,
+      deviceId: strings[refs[s]!]!, versionHash: strings[refs[s + 1]!]!, version: strings[refs[s + 2]!]!,
+      artifact: strings[refs[s + 3]!]!, hwArch: strings[refs[s + 4]!]!, hwOs: strings[refs[s + 5]!]!,
       hwFreeRam: numbers[n]!, hwFreeDisk: numbers[n + 1]!, receivedAtMs: numbers[n + 2]!, transport: TRANSPORTS[numbers[n + 3]!]!,
     });
   }

@@ -37,8 +37,10 @@ export interface ReportRecord {
  */
 export interface PackedHeartbeats {
   readonly count: number;
-  /** Per heartbeat: device id, version hash, version, artifact, hw arch, hw os, each its UTF-8 length (uint16 LE), then its bytes. */
-  readonly text: Uint8Array;
+  /** Each distinct text of the batch once (device ids, hashes, versions, tracks, hw arch and os). */
+  readonly strings: readonly string[];
+  /** Per heartbeat, indexes into `strings`: device id, version hash, version, artifact, hw arch, hw os. */
+  readonly refs: Uint32Array;
   /** Per heartbeat: free_ram, free_disk, receivedAtMs, transport (0 http, 1 coap). */
   readonly numbers: Float64Array;
 }

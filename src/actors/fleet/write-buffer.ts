@@ -13,7 +13,8 @@ import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
 // Reports are never dropped while the budget holds any heartbeat to drop instead; only when
 // reports alone fill the whole budget (the database has been down for long) does the oldest
 // one go, counted as `report_overflow`. `known` (device → version hash last written, the hash
-// strings shared) is an LRU bounded by entry count, so it is a fixed budget too.
+// strings shared) is bounded by entry count, forgetting first the device whose entry changed
+// longest ago, so it is a fixed budget too.
 
 export type DropReason = 'last_seen' | 'new_device' | 'report_overflow';
 type Klass = 'seen' | 'first' | 'change';
@@ -138,6 +139,9 @@ export class WriteBuffer {
   /** A flush committed: these devices are now known at these versions. */
   written(heartbeats: readonly HeartbeatRecord[]): void {
     for (const r of heartbeats) {
+      // Only a device new to the map or on another version moves: the oldest entry is then the
+      // one known longest without a change, and a steady heartbeat costs one lookup here.
+      if (this.known.get(r.deviceId) === r.versionHash) continue;
       this.known.delete(r.deviceId);
       this.known.set(r.deviceId, this.shared(r.versionHash));
     }

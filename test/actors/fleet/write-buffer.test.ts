@@ -90,7 +90,7 @@ t.test('a failed flush puts its records back behind newer heartbeats of the same
   t.ok(b.oldestReceivedAtMs() === undefined);
 });
 
-t.test('the device → version memory keeps the most recently written devices, within its budget', async (t) => {
+t.test('the device → version memory keeps the devices most recently new or moved, within its budget', async (t) => {
   const b = new WriteBuffer(2 * one, 3 * 160);
   for (let i = 0; i < 50; i++) {
     b.addHeartbeat(hb(`dev-${String(i).padStart(3, '0')}`));

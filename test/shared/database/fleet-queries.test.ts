@@ -112,5 +112,42 @@ for (const engine of ENGINES) {
       t.same(counts.reduce((n, c) => n + c.devices, 0), 7);
       await countsAgree(t);
     });
+
+    await t.test('the flush touches devices already on their version and upserts the rest, texts intact', async (t) => {
+      const odd = ['quote " and \\ backslash', '{brace},comma', 'NULL', '', 'tab\there\nnewline\u0001', 'é€😀', '\\n not a newline'];
+      const devices = odd.map((text, i) => hb(`w-${i}-${text}`, { version: text, hwArch: text, hwOs: odd[(i + 1) % odd.length]!, artifact: 'weird' }));
+      await q.writeBatch(db, devices, odd.map((text, i) => rep(`w-${i}-${text}`, false, { rollbackReason: text })));
+      // Again a minute later: the same versions (a touch), one version text changed under the same hash, one new.
+      const later = devices.map((d) => ({ ...d, hwFreeRam: 1, transport: 'coap' as const, receivedAtMs: NOW + 60_000 }));
+      later[0] = { ...later[0]!, version: 'renamed' };
+      await q.writeBatch(db, [...later, hb('w-new', { artifact: 'weird', receivedAtMs: NOW + 60_000 })], []);
+      for (const [i, d] of later.entries()) {
+        const row = (await q.deviceWithReports(db, d.deviceId))!;
+        t.same([row.version, row.hw_info.arch, row.hw_info.os, row.hw_info.free_ram, row.transport, row.first_seen, row.last_seen],
+          [d.version, d.hwArch, d.hwOs, 1, 'coap', NOW / 1000, NOW / 1000 + 60], JSON.stringify(d.deviceId));
+        t.equal(row.reports[0]!.rollback_reason, odd[i]);
+      }
+      t.equal((await q.summary(db, 'weird', NOW)).devices, odd.length + 1);
+      await countsAgree(t);
+    });
+
+    await t.test('a device deleted by retention is written again by its next heartbeat, and counted', async (t) => {
+      await q.writeBatch(db, [hb('gone', { artifact: 'ret', receivedAtMs: NOW - 10 * 86_400_000 })], []);
+      await q.prune(db, NOW / 1000 - 86_400, undefined);
+      t.equal(await q.deviceWithReports(db, 'gone'), null);
+      await q.writeBatch(db, [hb('gone', { artifact: 'ret' })], []);
+      t.equal((await q.deviceWithReports(db, 'gone'))!.first_seen, NOW / 1000);
+      t.equal((await q.summary(db, 'ret', NOW)).devices, 1);
+      await countsAgree(t);
+    });
+
+    await t.test('a flush larger than one statement writes every device and moves every count', async (t) => {
+      const many = (n: number, hash: string) => Array.from({ length: n }, (_, i) => hb(`m-${String(i).padStart(5, '0')}`, { artifact: 'many', versionHash: hash }));
+      await q.writeBatch(db, many(7_000, H(1)), []);
+      // 12,000 in one flush: 7,000 move to H(2), 5,000 are new.
+      await q.writeBatch(db, many(12_000, H(2)), []);
+      t.same((await q.summary(db, 'many', NOW)).versions.map((v) => [v.version_hash, v.devices]), [[H(2), 12_000]]);
+      await countsAgree(t);
+    });
   });
 }
