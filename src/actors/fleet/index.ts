@@ -10,7 +10,7 @@ import { WriteBuffer } from './write-buffer.js';
 
 // The fleet actor: the only holder of the database connection.
 //
-//   http, coap ──record(batch)──▶ WriteBuffer (fleet.buffer_mb) ──every flush_interval──▶ devices, reports
+//   http, coap ──record(batch)──▶ WriteBuffer (fleet.buffer_mb) ──every flush_interval, or at half the budget──▶ devices, reports
 //   http admin ──listDevices / device / summary──▶ queries          retention timer ──▶ prune
 //   manifester ──rolloutHealth──▶ flush, then count
 
@@ -34,9 +34,19 @@ await runActor(async (ctx) => {
   const buffer = new WriteBuffer(fleet.bufferBytes);
   const metrics = createFleetMetrics(ctx.registry, () => ({ bytes: buffer.bytes, budget: buffer.budgetBytes, dropped: buffer.dropped }));
   let flushing: Promise<void> | undefined;
+  /** Whether the last flush was refused: then only the timer tries again, not every batch that arrives. */
+  let refused = false;
   let defaultTrack = '';
   let stopped = false;
-  const timers: NodeJS.Timeout[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  /** A timer drain clears; it forgets itself once it fires (a list of every timer ever set grew by one a flush). */
+  const later = (ms: number, fn: () => void) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      fn();
+    }, ms);
+    timers.add(timer);
+  };
 
   /** The default track's key, for heartbeats that named none; the last one known if the manifester is away. */
   const resolveDefault = async (): Promise<string> => {
@@ -60,6 +70,7 @@ await runActor(async (ctx) => {
         heartbeats = heartbeats.map((h) => (h.artifact === '' ? { ...h, artifact: key } : h));
       }
       await q.writeBatch(db(), heartbeats, taken.reports);
+      refused = false;
       buffer.written(taken.heartbeats);
       const done = Date.now();
       const lags: number[] = [];
@@ -67,6 +78,7 @@ await runActor(async (ctx) => {
       for (const r of taken.reports) lags.push((done - r.receivedAtMs) / 1000);
       metrics.flushed(lags, (done - started) / 1000);
     } catch (err) {
+      refused = true;
       metrics.flushFailed();
       buffer.putBack(taken);
       ctx.log.error({ err, heartbeats: taken.heartbeats.length, reports: taken.reports.length }, 'fleet flush failed; records kept for the next one');
@@ -80,14 +92,16 @@ await runActor(async (ctx) => {
     return flushing;
   };
 
+  /** `fn` every `ms` from start to start (at once after a run that took longer), never two runs at a time. */
   const every = (ms: number, what: string, fn: () => Promise<void>) => {
     const run = () => {
       if (stopped) return;
+      const started = Date.now();
       fn().catch((err) => ctx.log.error({ err }, `${what} failed`)).finally(() => {
-        if (!stopped) timers.push(setTimeout(run, ms));
+        if (!stopped) later(Math.max(0, ms - (Date.now() - started)), run);
       });
     };
-    timers.push(setTimeout(run, ms));
+    later(ms, run);
   };
 
   // A PostgreSQL URL that cannot be reached stops the start (exit 2, naming the key). The
@@ -101,9 +115,9 @@ await runActor(async (ctx) => {
     ctx.log.error({ err }, 'fleet database cannot be opened: serving devices without the inventory, retrying every 5 s');
     const retry = () => {
       if (stopped || store) return;
-      open().then(() => refreshVersions(), () => timers.push(setTimeout(retry, REOPEN_MS)));
+      open().then(() => refreshVersions(), () => later(REOPEN_MS, retry));
     };
-    timers.push(setTimeout(retry, REOPEN_MS));
+    later(REOPEN_MS, retry);
   }
   every(fleet.flushIntervalMs, 'fleet flush', flush);
   // Fleet retention runs on the retention schedule whether or not file retention is enabled:
@@ -128,6 +142,11 @@ await runActor(async (ctx) => {
       if (stopped) return;
       unpackHeartbeats(batch.heartbeats, (h) => buffer.addHeartbeat(h));
       for (const r of batch.reports) buffer.addReport(r);
+      // A burst that fills half the budget before the timer is written at once rather than
+      // left to reach the budget, where last_seen updates start to be dropped.
+      if (!flushing && !refused && buffer.bytes >= buffer.budgetBytes / 2) {
+        flush().catch((err) => ctx.log.error({ err }, 'fleet flush failed'));
+      }
     },
     listDevices: (query) => q.listDevices(db(), query),
     device: (id) => q.deviceWithReports(db(), id),
