@@ -55,6 +55,7 @@ export class WriteBuffer {
   private readonly known = new Map<string, string>();
   private readonly knownLimit: number;
   private readonly hashes = new Map<string, string>();
+  private readonly cursors: Partial<Record<'seen' | 'first', Iterator<Pending>>> = {};
   private heartbeatBytesTotal = 0;
   readonly dropped: Record<DropReason, number> = { last_seen: 0, new_device: 0, report_overflow: 0 };
 
@@ -118,6 +119,8 @@ export class WriteBuffer {
       for (const pending of queue.values()) heartbeats.push(pending.record);
       queue.clear();
     }
+    delete this.cursors.seen;
+    delete this.cursors.first;
     const reports = this.reports;
     this.reports = [];
     this.heartbeatBytesTotal = 0;
@@ -179,7 +182,7 @@ export class WriteBuffer {
 
   private enforceBudget(): void {
     while (this.bytes > this.budgetBytes) {
-      const victim = this.oldest(this.queues.seen) ?? this.oldest(this.queues.first);
+      const victim = this.oldest('seen') ?? this.oldest('first');
       if (victim) {
         this.remove(victim.record.deviceId);
         this.dropped[victim.klass === 'seen' ? 'last_seen' : 'new_device']++;
@@ -192,8 +195,19 @@ export class WriteBuffer {
     }
   }
 
-  private oldest(queue: Map<string, Pending>): Pending | undefined {
-    const first = queue.values().next();
-    return first.done ? undefined : first.value;
+  /**
+   * The oldest pending heartbeat of a queue, read from an iterator kept between calls: a full
+   * buffer drops one per heartbeat that arrives, and a fresh values() iterator each time would
+   * walk every hole the earlier drops left at the front of the Map (a fleet thread spent whole
+   * seconds there, the buffer full behind a slow flush). A Map iterator skips deleted entries
+   * and sees entries added after it; once done it stays done, so a new one starts then.
+   */
+  private oldest(klass: 'seen' | 'first'): Pending | undefined {
+    let next = this.cursors[klass]?.next();
+    if (!next || next.done) {
+      this.cursors[klass] = this.queues[klass].values();
+      next = this.cursors[klass].next();
+    }
+    return next.done ? undefined : next.value;
   }
 }
