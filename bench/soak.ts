@@ -7,7 +7,7 @@ import type { LoadReport } from '../agent/load/run.js';
 import { cpuPlan, onCores } from './pinning.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
-import { procMemory, scrape, type Scrape } from './soak/scrape.js';
+import { bucketPercentiles, procMemory, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
 import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdict } from './soak/verdict.js';
 
@@ -44,6 +44,10 @@ export interface SoakOptions {
   readonly pin: boolean;
   /** Extra environment of the server process (the leak test's fault hook). */
   readonly serverEnv?: NodeJS.ProcessEnv;
+  /** MALLOC_ARENA_MAX of the server process, as the systemd unit sets it (0: glibc's default). */
+  readonly mallocArenaMax: number;
+  /** Write V8 CPU profiles of the server and the load processes here (SOAK_CPU_PROF_DIR). */
+  readonly cpuProfileDir?: string;
   readonly shape: SoakShape;
   readonly limits: { rssFloorMbPerMin: number; actorHeapMbPerMin: number };
   readonly log: (line: string) => void;
@@ -64,6 +68,8 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
     // the allocator's arenas still grow toward their working set there.
     publishEverySeconds: num('SOAK_PUBLISH_SECONDS', quick ? 0 : 60),
     pin: env.BENCH_PIN !== '0',
+    mallocArenaMax: num('SOAK_MALLOC_ARENA_MAX', 2),
+    ...(env.SOAK_CPU_PROF_DIR ? { cpuProfileDir: env.SOAK_CPU_PROF_DIR } : {}),
     shape: quick
       ? { tracks: 20, versions: 4, binaryBytes: 256 * 1024, targetCacheMb: 2, hotCacheMb: 2, manifestCacheSize: 60, coapDedupBytes: 64 * 1024, deltaConcurrency: 2, fleetBufferMb: 4 }
       : { tracks: 50, versions: 6, binaryBytes: 320 * 1024, targetCacheMb: 8, hotCacheMb: 8, manifestCacheSize: 200, coapDedupBytes: 256 * 1024, deltaConcurrency: 2, fleetBufferMb: 4 },
@@ -87,6 +93,12 @@ export interface SoakResult {
   readonly fill: { readonly seconds: number; readonly readings: readonly FillReading[] };
   readonly plateau: PlateauVerdict;
   readonly load: LoadSummary;
+  /**
+   * Heartbeat latency as the server measured it over the plateau (handler start to answer, from
+   * its /metrics histograms): beside the harness's figures, it tells server time from queueing
+   * outside the handler (sockets, kernel, the harness's own loop).
+   */
+  readonly serverLatency: Record<string, BucketSummary>;
   readonly hostile: Record<string, number>;
   readonly cpus: string;
   /** The server's memory by kind (/proc/PID/status) at the plateau's start and end. */
@@ -103,7 +115,15 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const started = performance.now();
   const at = () => (performance.now() - started) / 1000;
   o.log(`publishing ${o.shape.tracks} tracks × ${o.shape.versions} versions of ${o.shape.binaryBytes / 1024} KiB; ${plan?.description ?? 'not pinned'}`);
-  const server = await startSoakServer(dir, o.shape, (cmd, args) => (pinned ? onCores('server', cmd, args) : [cmd, args]), { ...process.env, ...o.serverEnv });
+  const serverCommand = (cmd: string, args: string[]): [string, string[]] => {
+    const profiled = [...profileArgs(o.cpuProfileDir, 'server'), ...args];
+    return pinned ? onCores('server', cmd, profiled) : [cmd, profiled];
+  };
+  // As deploy/updater.service does: glibc's per-thread malloc arenas (up to 8 per core, each
+  // grown and kept by whichever of the server's ~20 threads allocated in it) otherwise take
+  // native memory that no heap accounts for (docs/memory.md, "Native memory").
+  const arenas = o.mallocArenaMax > 0 ? { MALLOC_ARENA_MAX: String(o.mallocArenaMax) } : {};
+  const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, ...process.env, ...o.serverEnv });
   let publisher: NodeJS.Timeout | undefined;
   let sampler: NodeJS.Timeout | undefined;
   try {
@@ -138,8 +158,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       };
       const entry = new URL('./soak/load-process.js', import.meta.url).pathname;
       const child = fork(entry, [JSON.stringify(options)], pinned
-        ? { execPath: 'taskset', execArgv: ['-c', plan!.load, process.execPath], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
-        : { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        ? { execPath: 'taskset', execArgv: ['-c', plan!.load, process.execPath, ...profileArgs(o.cpuProfileDir, 'load')], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
+        : { execArgv: profileArgs(o.cpuProfileDir, 'load'), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       children.push(child);
       child.on('message', (m: LoadProcessMessage) => {
         if (m.type === 'phase') reports[m.phase].push(m.report);
@@ -167,6 +187,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const plateauSamples = samples.slice(plateauStart);
     const procEnd = await procMemory(server.process.pid);
     await failed;
+    const first = plateauSamples[0];
+    const last = plateauSamples[plateauSamples.length - 1];
+    const serverLatency: Record<string, BucketSummary> = {};
+    if (last) for (const t of ['http', 'coap'] as const) serverLatency[`${t}_heartbeat`] = bucketPercentiles(first?.serverHeartbeat[t], last.serverHeartbeat[t]);
     const plateau = judgePlateau(plateauSamples, { boundBytes, rssFloorBytesPerMinute: o.limits.rssFloorMbPerMin * MB, actorHeapBytesPerMinute: o.limits.actorHeapMbPerMin * MB });
     const load = summarizeLoad(reports.plateau);
     const reasons = [...plateau.reasons];
@@ -176,7 +200,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const verdict = load.saturation.length > 0 ? 'INVALID' : reasons.length === 0 ? 'PASS' : 'FAIL';
     return {
       verdict, reasons: verdict === 'INVALID' ? [...load.saturation, ...reasons] : reasons, latencyGoalMet, idleBytes: idle, boundBytes,
-      fill: { seconds: fillSeconds, readings }, plateau, load, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
+      fill: { seconds: fillSeconds, readings }, plateau, load, serverLatency, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
     };
   } finally {
     clearInterval(publisher);
@@ -185,6 +209,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await server.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** `--cpu-prof` for a child (one .cpuprofile per thread, named by role), or nothing. */
+function profileArgs(dir: string | undefined, role: string): string[] {
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, role)}`] : [];
 }
 
 async function waitUntil(check: () => boolean): Promise<void> {
@@ -204,6 +233,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     verdict: r.verdict === 'PASS' ? 'PASS' : `${r.verdict}: ${r.reasons.join('; ')}`,
     latency_goal: `heartbeat p99 < ${LATENCY_GOAL_P99_MS} ms: ${r.latencyGoalMet ? 'met' : 'MISSED'}`,
     cpus: r.cpus,
+    malloc_arena_max: o.mallocArenaMax > 0 ? o.mallocArenaMax : 'glibc default',
     load_average: { start: r.loadAverage.start.map((n) => n.toFixed(2)).join(' '), end: r.loadAverage.end.map((n) => n.toFixed(2)).join(' ') },
     fill_seconds: Number(r.fill.seconds.toFixed(0)),
     budgets: r.fill.readings.map((x) => ({ budget: x.budget, gauge: x.gauge, peak: x.peak, limit: x.limit, filled: x.filled })),
@@ -215,6 +245,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     heartbeats_per_s: Math.round(r.load.heartbeatsPerSecond),
     downloads: r.load.downloads,
     latency_ms: r.load.latency,
+    server_heartbeat_latency: r.serverLatency,
     errors: r.load.errors,
     harness: r.load.harness,
     hostile_inputs: r.hostile,

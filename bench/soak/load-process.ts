@@ -65,6 +65,9 @@ async function main(): Promise<void> {
   await send({ type: 'phase', phase: 'plateau', report: await runLoad({ ...(o.part === 0 ? base : quiet), durationMs: o.windowSeconds * 1000 }) });
   if (hostile) await send({ type: 'hostile', counts: await hostile.stop() });
   process.disconnect();
+  // Everything is reported: a socket or retransmission timer a client library still holds
+  // must not keep this process (and the soak waiting for it) alive.
+  process.exit(0);
 }
 
 main().catch((err) => {
