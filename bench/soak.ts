@@ -5,6 +5,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadReport } from '../agent/load/run.js';
 import { cpuPlan, onCores } from './pinning.js';
+import { contentionReasons, coreUse, cpuSnapshot, type CoreUse } from './soak/cpu.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
 import { bucketPercentiles, procMemory, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
@@ -101,6 +102,8 @@ export interface SoakResult {
   readonly serverLatency: Record<string, BucketSummary>;
   readonly hostile: Record<string, number>;
   readonly cpus: string;
+  /** Over the plateau: how busy the server's and the load's cores were, and by whom. */
+  readonly cores?: { readonly server: CoreUse; readonly load: CoreUse };
   /** The server's memory by kind (/proc/PID/status) at the plateau's start and end. */
   readonly proc: { readonly start?: Record<string, number>; readonly end?: Record<string, number> };
   readonly loadAverage: { readonly start: number[]; readonly end: number[] };
@@ -183,9 +186,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     for (const child of children) child.send({ type: 'filled' });
     const plateauStart = samples.length;
     const procStart = await procMemory(server.process.pid);
+    const loadPids = children.map((c) => c.pid);
+    const cpuStart = await cpuSnapshot([server.process.pid, ...loadPids]);
     await Promise.race([failed, waitUntil(() => reports.plateau.length === o.loadProcesses)]);
     const plateauSamples = samples.slice(plateauStart);
     const procEnd = await procMemory(server.process.pid);
+    const cpuEnd = await cpuSnapshot([server.process.pid, ...loadPids]);
+    const harnessCores = reports.plateau.reduce((n, r) => n + r.harness.cpu_cores, 0);
+    const cores = cpuStart && cpuEnd
+      ? { server: coreUse(cpuStart, cpuEnd, pinned ? plan!.server : undefined, [server.process.pid]), load: coreUse(cpuStart, cpuEnd, pinned ? plan!.load : undefined, loadPids, harnessCores) }
+      : undefined;
     await failed;
     const first = plateauSamples[0];
     const last = plateauSamples[plateauSamples.length - 1];
@@ -197,9 +207,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     for (const r of readings) if (!r.filled) reasons.push(`budget ${r.budget} was not filled (${r.gauge} peaked at ${r.peak} of ${r.limit})`);
     reasons.push(...load.failures);
     const latencyGoalMet = ['http_heartbeat', 'coap_heartbeat'].every((k) => (load.latency[k]?.p99 ?? Infinity) < LATENCY_GOAL_P99_MS);
-    const verdict = load.saturation.length > 0 ? 'INVALID' : reasons.length === 0 ? 'PASS' : 'FAIL';
+    const invalid = [...load.saturation, ...(cores ? [...contentionReasons('server', cores.server), ...contentionReasons('load generator', cores.load)] : [])];
+    const verdict = invalid.length > 0 ? 'INVALID' : reasons.length === 0 ? 'PASS' : 'FAIL';
     return {
-      verdict, reasons: verdict === 'INVALID' ? [...load.saturation, ...reasons] : reasons, latencyGoalMet, idleBytes: idle, boundBytes,
+      verdict, reasons: verdict === 'INVALID' ? [...invalid, ...reasons] : reasons, ...(cores ? { cores } : {}), latencyGoalMet, idleBytes: idle, boundBytes,
       fill: { seconds: fillSeconds, readings }, plateau, load, serverLatency, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
     };
   } finally {
@@ -233,6 +244,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     verdict: r.verdict === 'PASS' ? 'PASS' : `${r.verdict}: ${r.reasons.join('; ')}`,
     latency_goal: `heartbeat p99 < ${LATENCY_GOAL_P99_MS} ms: ${r.latencyGoalMet ? 'met' : 'MISSED'}`,
     cpus: r.cpus,
+    cores: r.cores,
     malloc_arena_max: o.mallocArenaMax > 0 ? o.mallocArenaMax : 'glibc default',
     load_average: { start: r.loadAverage.start.map((n) => n.toFixed(2)).join(' '), end: r.loadAverage.end.map((n) => n.toFixed(2)).join(' ') },
     fill_seconds: Number(r.fill.seconds.toFixed(0)),
