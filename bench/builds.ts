@@ -90,6 +90,34 @@ export async function startBuildServer(build: Build, configPath: string): Promis
   return startNodeProcess(join(build.root, 'bin', 'updater.js'), ['serve', '--config', configPath], '"server started"');
 }
 
+/**
+ * Keeps the warnings and errors a server logs (pino JSON, level 40 and up), at most `limit`,
+ * so a suite can print them: an actor restarted in the middle of a run explains a round with
+ * no answers.
+ */
+export function collectWarnings(child: ChildProcess, limit = 20): () => string[] {
+  const lines: string[] = [];
+  let partial = '';
+  const onData = (d: Buffer) => {
+    const text = partial + d.toString('utf8');
+    const parts = text.split('\n');
+    partial = parts.pop() ?? '';
+    for (const line of parts) if (lines.length < limit && /"level":(4|5|6)0\b/.test(line)) lines.push(line.slice(0, 400));
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  return () => [...lines];
+}
+
+/** Prints what each build's server warned about during the run, and counts it in the record. */
+export function reportWarnings(warnings: ReadonlyMap<string, () => string[]>, record: Record<string, unknown>): void {
+  for (const [name, lines] of warnings) {
+    const logged = lines();
+    record[`${name}_warnings_logged`] = logged.length;
+    if (logged.length > 0) console.log(`  ${name} logged ${logged.length} warning(s) or error(s) during the run:\n    ${logged.join('\n    ')}`);
+  }
+}
+
 /** A node script on the server cores; resolves once its output contains `readyText`. */
 export async function startNodeProcess(file: string, args: readonly string[], readyText: string): Promise<ChildProcess> {
   const [command, argv] = onCores('server', process.execPath, [file, ...args]);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freeUdpPort } from '../test/helpers/coap.js';
 import { freePort } from '../test/helpers/fixture.js';
-import { comparisonRows, processCpuSeconds, startBuildServer, startNodeProcess, stopNodeProcess, THIS_ROOT, writePortableKeyFile, type Build } from './builds.js';
+import { comparisonRows, processCpuSeconds, collectWarnings, reportWarnings, startBuildServer, startNodeProcess, stopNodeProcess, THIS_ROOT, writePortableKeyFile, type Build } from './builds.js';
 import { coapOnce, DEDUP_CACHE_BYTES, heartbeatDatagram, IN_FLIGHT, MEASURE_MS, ROUNDS, sha256, WARMUP_MS, writeCoapServerConfig, writeTrackBinaries } from './coap.js';
 import { coapLoad } from './coap-load.js';
 import { cpuPlan, pinThisProcess } from './pinning.js';
@@ -35,12 +35,14 @@ export async function runCoapAgainst(builds: readonly Build[]): Promise<SuiteRec
     // The load is the fleet's steady state: devices on the current target.
     const datagram = heartbeatDatagram(sha256(await readFile(v2)));
     const sides: Side[] = [];
+    const warnings = new Map<string, () => string[]>();
     let manifest: Buffer | undefined;
     for (const build of builds) {
       const coapPort = await freeUdpPort();
       const config = await writeCoapServerConfig(dir, `updater-${build.name}.yaml`, { store: join(dir, `store-${build.name}`), httpPort: await freePort(), coapPort, v1, v2 });
       const child = await startBuildServer(build, config);
       children.push(child);
+      warnings.set(build.name, collectWarnings(child));
       const answer = await coapOnce(coapPort, datagram);
       manifest ??= answer;
       console.log(`  ${build.name}: ${build.root} at ${build.commit}, pid ${child.pid}, answer ${answer.length} bytes${answer.equals(manifest) ? '' : ' (differs from this build\'s)'}`);
@@ -65,7 +67,9 @@ export async function runCoapAgainst(builds: readonly Build[]): Promise<SuiteRec
         console.log(`  round ${r + 1} ${side.name.padEnd(10)} ${String(result.perSecond).padStart(7)} heartbeats/s  cpu ${cpuUsPerRequest.toFixed(1)} us/req`);
       }
     }
-    return summarize(builds, sides);
+    const record = summarize(builds, sides);
+    reportWarnings(warnings, record);
+    return record;
   } finally {
     for (const child of children) await stopNodeProcess(child);
     unpin();

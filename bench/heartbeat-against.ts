@@ -8,7 +8,7 @@ import { heartbeatUntilSigned } from '../test/helpers/http.js';
 import { configDocument, writeConfig } from '../test/helpers/server.js';
 import type { BareWorkerData } from './bare-uws.js';
 import { startBareWorker, stopBareWorker } from './bare-worker.js';
-import { comparisonRows, processCpuSeconds, startBuildServer, stopNodeProcess, writePortableKeyFile, type Build } from './builds.js';
+import { comparisonRows, processCpuSeconds, collectWarnings, reportWarnings, startBuildServer, stopNodeProcess, writePortableKeyFile, type Build } from './builds.js';
 import { BINARY_BYTES, CONNECTIONS, GOAL_MIN_RATIO, heartbeatBody, rawAnswer, ROUNDS, SECONDS, THREADS, WARMUP_SECONDS } from './heartbeat.js';
 import { cpuPlan, pinThisProcess } from './pinning.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
@@ -44,6 +44,7 @@ export async function runHeartbeatAgainst(builds: readonly Build[]): Promise<Sui
   const fixture = await makeFixture('updater-bench-');
   const scripts = await mkdtemp(join(tmpdir(), 'updater-bench-wrk-'));
   const servers = new Map<string, { child: ChildProcess; url: string }>();
+  const warnings = new Map<string, () => string[]>();
   let bare: Worker | undefined;
   const unpin = pinThisProcess('server');
   try {
@@ -58,6 +59,7 @@ export async function runHeartbeatAgainst(builds: readonly Build[]): Promise<Sui
       const child = await startBuildServer(build, await writeConfig(fixture, doc, `updater-${build.name}.yaml`));
       const url = `http://127.0.0.1:${port}`;
       servers.set(build.name, { child, url });
+      warnings.set(build.name, collectWarnings(child));
       await heartbeatUntilSigned(url, v1.hash, 'app');
       console.log(`  ${build.name}: ${build.root} at ${build.commit}, pid ${child.pid}`);
     }
@@ -97,7 +99,9 @@ export async function runHeartbeatAgainst(builds: readonly Build[]): Promise<Sui
         console.log(`  round ${round + 1} ${side.label.padEnd(16)} ${formatNumber(run.requestsPerSecond).padStart(8)} req/s  p99 ${run.latencyP99Ms.toFixed(2)} ms  cpu ${run.cpuUsPerRequest.toFixed(1)} us/req`);
       }
     }
-    return summarize(builds, sides);
+    const record = summarize(builds, sides);
+    reportWarnings(warnings, record);
+    return record;
   } finally {
     if (bare) await stopBareWorker(bare);
     for (const { child } of servers.values()) await stopNodeProcess(child);

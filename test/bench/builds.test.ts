@@ -2,7 +2,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { againstArgs, buildsFor, comparisonRows, processCpuSeconds, THIS_ROOT, withoutAgainst, writePortableKeyFile } from '../../bench/builds.js';
+import { spawn } from 'node:child_process';
+import { againstArgs, buildsFor, collectWarnings, comparisonRows, processCpuSeconds, reportWarnings, THIS_ROOT, withoutAgainst, writePortableKeyFile } from '../../bench/builds.js';
 import { readPrivateKeyFile } from '../../src/shared/signing.js';
 
 // `--against`: the command line, the builds it names, and the rows that compare them. A wrong
@@ -54,4 +55,17 @@ t.test('a portable key loads in this build; CPU seconds of a process come from /
   t.equal((await readPrivateKeyFile(path)).length, 32);
   const spent = processCpuSeconds(process.pid);
   t.ok(spent > 0 && Number.isFinite(spent));
+});
+
+t.test('keeps the warnings and errors a server logs, not its info lines', async (t) => {
+  const lines = [
+    { level: 30, msg: 'server started' }, { level: 40, msg: 'actor restarted' }, { level: 50, msg: 'failed' }, { level: 30, msg: 'level 400 is not one' },
+  ].map((l) => JSON.stringify(l)).join('\n');
+  const child = spawn(process.execPath, ['-e', `process.stdout.write(${JSON.stringify(lines + '\n')})`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const warnings = collectWarnings(child);
+  await new Promise((resolve) => child.once('close', resolve));
+  t.same(warnings().map((l) => JSON.parse(l).msg), ['actor restarted', 'failed']);
+  const record: Record<string, unknown> = {};
+  reportWarnings(new Map([['before', warnings]]), record);
+  t.equal(record.before_warnings_logged, 2);
 });
