@@ -1,4 +1,4 @@
-import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { parentPort, type MessagePort } from 'node:worker_threads';
 import { Registry } from 'prom-client';
 import type { ActorName, ActorToSupervisor, ActorWorkerData, ControlApi, PeerName, SupervisorToActor } from '../messages/lifecycle.js';
 import { PEER_DEADLINES_MS, type Peer, type PeerApis } from '../messages/peers.js';
@@ -32,29 +32,35 @@ export type ActorApi = ControlApi & object;
 
 export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) => Promise<Api>): Promise<void> {
   if (!parentPort) throw new Error('an actor must run in a worker thread');
-  const data = workerData as ActorWorkerData;
-  const log = createLogger(data.actor, data.logLevel);
+  // The worker loads its modules first; its ports and configuration arrive in `start`, sent once
+  // its callees are ready. Nothing else is sent to an actor before it has said Ready.
+  const port = parentPort;
+  let startWith!: (data: ActorWorkerData) => void;
+  const started = new Promise<ActorWorkerData>((resolve) => (startWith = resolve));
   const peers = new Map<PeerName, { remote: Remote<unknown>; peer: unknown }>();
   const listeners: ((peer: PeerName) => void)[] = [];
-  const servePorts: MessagePort[] = [...data.serves];
+  const servePorts: MessagePort[] = [];
   let api: Api | undefined;
 
-  const connect = (peer: PeerName, port: MessagePort) => {
+  const connect = (peer: PeerName, link: MessagePort) => {
     const old = peers.get(peer);
     if (old) releaseRemote(old.remote);
-    const remote = wrapPort(port);
+    const remote = wrapPort(link);
     peers.set(peer, { remote, peer: withDeadlines(remote, PEER_DEADLINES_MS[peer] as Record<string, number>, peer) });
     for (const listener of listeners) listener(peer);
   };
-  for (const { peer, port } of data.links) connect(peer, port);
-
-  parentPort.on('message', (message: SupervisorToActor) => {
-    if (message.type === 'connect') connect(message.peer, message.port);
+  port.on('message', (message: SupervisorToActor) => {
+    if (message.type === 'start') startWith(message.data);
+    else if (message.type === 'connect') connect(message.peer, message.port);
     else if (message.type === 'serve') {
       if (api) exposeOn(api, message.port);
       else servePorts.push(message.port);
     }
   });
+  const data = await started;
+  const log = createLogger(data.actor, data.logLevel);
+  servePorts.push(...data.serves);
+  for (const link of data.links) connect(link.peer, link.port);
 
   const registry = new Registry();
   registerRuntimeMetrics(registry, data.actor);
@@ -81,7 +87,7 @@ export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) 
     },
   };
 
-  const post = (message: ActorToSupervisor) => parentPort!.postMessage(message);
+  const post = (message: ActorToSupervisor) => port.postMessage(message);
   try {
     api = await setup(ctx);
   } catch (err) {

@@ -22,7 +22,16 @@ export interface ActorWorkerData {
   readonly serves: readonly MessagePort[];
 }
 
+/**
+ * A worker is created (and loads its modules) before its turn to start comes, so the actors of
+ * one server load side by side; its ports and configuration reach it later, in `start`.
+ */
+export interface ActorPreloadData {
+  readonly actor: ActorName;
+}
+
 export type SupervisorToActor =
+  | { type: 'start'; data: ActorWorkerData }
   | { type: 'connect'; peer: PeerName; port: MessagePort }
   | { type: 'serve'; port: MessagePort };
 

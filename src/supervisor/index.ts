@@ -71,9 +71,12 @@ export class Supervisor {
   }
 
   async start(): Promise<void> {
-    for (const name of actorsFor(this.config)) {
-      const host = new ActorHost(name, (h, code) => this.onCrash(h, code));
-      this.hosts.set(name, host);
+    const names = actorsFor(this.config);
+    for (const name of names) this.hosts.set(name, new ActorHost(name, (h, code) => this.onCrash(h, code)));
+    // Every worker loads its modules at once; each then starts in order, after its callees.
+    for (const host of this.hosts.values()) host.preload();
+    for (const host of this.hosts.values()) {
+      const name = host.name;
       try {
         await this.spawn(host);
       } catch (err) {
@@ -82,7 +85,7 @@ export class Supervisor {
         throw err;
       }
     }
-    this.log.info({ actors: actorsFor(this.config) }, 'server started');
+    this.log.info({ actors: names }, 'server started');
   }
 
   /** The worker of a running actor (tests use it to simulate a crash). */
