@@ -123,8 +123,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     return pinned ? onCores('server', cmd, profiled) : [cmd, profiled];
   };
   // As deploy/updater.service does: glibc's per-thread malloc arenas (up to 8 per core, each
-  // grown and kept by whichever of the server's ~20 threads allocated in it) otherwise take
-  // native memory that no heap accounts for (docs/memory.md, "Native memory").
+  // grown and kept by whichever of the server's ~20 threads allocated in it) hold native
+  // memory that no heap accounts for (docs/memory.md, "Native memory").
   const arenas = o.mallocArenaMax > 0 ? { MALLOC_ARENA_MAX: String(o.mallocArenaMax) } : {};
   const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, ...process.env, ...o.serverEnv });
   let publisher: NodeJS.Timeout | undefined;
