@@ -167,7 +167,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     stats.recordKind('download', performance.now() - started);
     stats.bytesDown += size;
     if (status !== 200) return stats.error(`${device.transport}_download_${status}`);
-    if (hash !== transferHash) return stats.error('download_hash_mismatch');
+    if (hash !== transferHash) return stats.error(`${device.transport}_download_hash_mismatch`);
     // The swap and reboot are simulated; the boot check fails for the --fail-rate share.
     const previous = device.versionHash;
     const success = !device.fails;
