@@ -8,7 +8,7 @@ import { cpuPlan, onCores } from './pinning.js';
 import { contentionReasons, coreUse, cpuSnapshot, type CoreUse } from './soak/cpu.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
-import { bucketPercentiles, procMemory, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
+import { bucketPercentiles, procMemory, rolloutStates, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
 import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdict } from './soak/verdict.js';
 
@@ -30,6 +30,13 @@ const DIFF_THREAD_BASELINE_MB = 48;
 const BSDIFF_NODE_FACTOR = 21;
 const SQLITE_PAGE_CACHE_MB = 2;
 export const LATENCY_GOAL_P99_MS = 20;
+/**
+ * Versions published during the run go out as staged rollouts that advance on a timer while
+ * the failing share of the fleet reports failures (issue 11's soak): cohorts, stable targets
+ * and rollout health counts stay busy through the plateau. The failure limit sits well above
+ * the fleet's failing share, so a rollout pauses only if the counts are wrong.
+ */
+const SOAK_ROLLOUT = { steps: [10, 50, 100], step_interval: '30s', max_failure_rate: 0.25, min_reports: 20 } as const;
 
 export interface SoakOptions {
   readonly quick: boolean;
@@ -41,6 +48,8 @@ export interface SoakOptions {
   readonly hostilePerSecond: number;
   /** Seconds between publishes of a new version during the run (0: none). */
   readonly publishEverySeconds: number;
+  /** Share of devices whose updates fail (reported with a rollback), as in a real fleet. */
+  readonly failShare: number;
   /** Pin the server and the load to separate cores where the machine allows. */
   readonly pin: boolean;
   /** Extra environment of the server process (the leak test's fault hook). */
@@ -68,6 +77,7 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
     // (the fill already drove the diff pool to its concurrency). Not in the short window:
     // the allocator's arenas still grow toward their working set there.
     publishEverySeconds: num('SOAK_PUBLISH_SECONDS', quick ? 0 : 60),
+    failShare: num('SOAK_FAIL_SHARE', 0.05),
     pin: env.BENCH_PIN !== '0',
     mallocArenaMax: num('SOAK_MALLOC_ARENA_MAX', 2),
     ...(env.SOAK_CPU_PROF_DIR ? { cpuProfileDir: env.SOAK_CPU_PROF_DIR } : {}),
@@ -107,6 +117,8 @@ export interface SoakResult {
   /** The server's memory by kind (/proc/PID/status) at the plateau's start and end. */
   readonly proc: { readonly start?: Record<string, number>; readonly end?: Record<string, number> };
   readonly loadAverage: { readonly start: number[]; readonly end: number[] };
+  /** Tracks whose staged rollout is in each state at the end (versions published during the run). */
+  readonly rollouts?: Record<string, number>;
 }
 
 export async function runSoak(o: SoakOptions): Promise<SoakResult> {
@@ -145,7 +157,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       publisher = setInterval(() => {
         const track = nextTrack++ % s.tracks;
         if (track === 0) version++;
-        server.publish(track, version).catch((err) => o.log(`publish failed: ${(err as Error).message}`));
+        server.publish(track, version, SOAK_ROLLOUT).catch((err) => o.log(`publish failed: ${(err as Error).message}`));
       }, o.publishEverySeconds * 1000);
     }
 
@@ -158,6 +170,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         url: server.url, coapUrl: server.coapUrl, adminToken: server.token, devices: o.devices, rate: o.rate / o.loadProcesses,
         coapShare: 0.3, oldShare: 0.3, reflashShare: 0.005, seed, part, parts: o.loadProcesses,
         fillMaxSeconds: o.fillMaxSeconds, windowSeconds: o.windowSeconds, hostilePerSecond: part === 0 ? o.hostilePerSecond : 0,
+        failShare: o.failShare,
       };
       const entry = new URL('./soak/load-process.js', import.meta.url).pathname;
       const child = fork(entry, [JSON.stringify(options)], pinned
@@ -197,6 +210,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       ? { server: coreUse(cpuStart, cpuEnd, pinned ? plan!.server : undefined, [server.process.pid]), load: coreUse(cpuStart, cpuEnd, pinned ? plan!.load : undefined, loadPids, harnessCores) }
       : undefined;
     await failed;
+    const rollouts = await rolloutStates(server.url);
     const first = plateauSamples[0];
     const last = plateauSamples[plateauSamples.length - 1];
     const serverLatency: Record<string, BucketSummary> = {};
@@ -212,6 +226,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     return {
       verdict, reasons: verdict === 'INVALID' ? [...invalid, ...reasons] : reasons, ...(cores ? { cores } : {}), latencyGoalMet, idleBytes: idle, boundBytes,
       fill: { seconds: fillSeconds, readings }, plateau, load, serverLatency, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
+      ...(rollouts ? { rollouts } : {}),
     };
   } finally {
     clearInterval(publisher);
@@ -259,6 +274,8 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     latency_ms: r.load.latency,
     server_heartbeat_latency: r.serverLatency,
     errors: r.load.errors,
+    updates: { applied: r.load.updatesApplied, failed: r.load.updatesFailed, fail_share: o.failShare },
+    rollouts: r.rollouts ?? {},
     harness: r.load.harness,
     hostile_inputs: r.hostile,
     ratios: [

@@ -23,6 +23,8 @@ export interface LoadProcessOptions {
   readonly windowSeconds: number;
   /** Hostile inputs per second from this process (0: none). */
   readonly hostilePerSecond: number;
+  /** Share of devices whose updates fail their boot check and are reported as failed. */
+  readonly failShare: number;
 }
 
 export type LoadProcessMessage =
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
   });
   const tracks = await discoverTracks(o.url, o.adminToken);
   // Every process builds the same fleet from the seed and keeps its own share of it.
-  const fleet = buildFleet(o.devices, tracks, o.oldShare, o.coapUrl ? o.coapShare : 0, o.seed).filter((_, i) => i % o.parts === o.part);
+  const fleet = buildFleet(o.devices, tracks, o.oldShare, o.coapUrl ? o.coapShare : 0, o.seed, o.failShare).filter((_, i) => i % o.parts === o.part);
   const hostile = o.hostilePerSecond > 0 ? startHostileTraffic({ httpUrl: o.url, ...(o.coapUrl ? { coapUrl: o.coapUrl } : {}), perSecond: o.hostilePerSecond }) : undefined;
   const base: LoadOptions = {
     url: o.url,
@@ -50,7 +52,7 @@ async function main(): Promise<void> {
     rate: o.rate,
     durationMs: o.fillMaxSeconds * 1000,
     oldShare: o.oldShare,
-    failRate: 0,
+    failRate: o.failShare,
     // Keep-alive sockets per agent (heartbeats and reports; downloads have as many of their
     // own). Real devices each have a connection: with 32, a pause of the server's of 25 ms left
     // every socket waiting and the next heartbeats queued in the harness (docs/memory.md).

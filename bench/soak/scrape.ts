@@ -118,6 +118,22 @@ export async function scrape(baseUrl: string, at: number): Promise<Scrape | unde
   }
 }
 
+/** How many tracks' staged rollouts are in each state, from `updater_rollout_state` in /metrics text. */
+export function countRolloutStates(metricsText: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const m of metricsText.matchAll(/^updater_rollout_state\{[^}]*state="([a-z_]+)"[^}]*\} 1$/gm)) counts[m[1]!] = (counts[m[1]!] ?? 0) + 1;
+  return counts;
+}
+
+export async function rolloutStates(baseUrl: string): Promise<Record<string, number> | undefined> {
+  try {
+    const response = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
+    return response.ok ? countRolloutStates(await response.text()) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The server process's memory by kind from /proc (Linux): anonymous, file-backed, shared. */
 export async function procMemory(pid: number | undefined): Promise<Record<string, number> | undefined> {
   if (pid === undefined) return undefined;

@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { HeapFigures, Scrape } from '../../bench/soak/scrape.js';
-import { bucketPercentiles, toScrape } from '../../bench/soak/scrape.js';
+import { bucketPercentiles, countRolloutStates, toScrape } from '../../bench/soak/scrape.js';
 import { fillReadings, judgePlateau } from '../../bench/soak/verdict.js';
 
 const MB = 1024 * 1024;
@@ -71,4 +71,19 @@ t.test("the server's own heartbeat latency is read from its histogram buckets be
   const s = bucketPercentiles(start.serverHeartbeat.http, end.serverHeartbeat.http);
   t.same(s, { count: 1000, p50_le_ms: 1, p99_le_ms: 10, p999_le_ms: 100 });
   t.same(bucketPercentiles(undefined, new Map()), { count: 0, p50_le_ms: 0, p99_le_ms: 0, p999_le_ms: 0 }, 'no requests: zeros');
+});
+
+t.test('the rollout states at the end of a soak are counted from /metrics', async (t) => {
+  const text = [
+    '# TYPE updater_rollout_state gauge',
+    'updater_rollout_state{artifact="app0",state="running"} 0',
+    'updater_rollout_state{artifact="app0",state="complete"} 1',
+    'updater_rollout_state{artifact="app1",state="running"} 1',
+    'updater_rollout_state{artifact="app1",state="complete"} 0',
+    'updater_rollout_state{artifact="app2",state="paused"} 1',
+    'updater_rollout_state{artifact="app3",state="complete"} 1',
+    'updater_rollout_percent{artifact="app3"} 100',
+  ].join('\n');
+  t.same(countRolloutStates(text), { complete: 2, running: 1, paused: 1 });
+  t.same(countRolloutStates('updater_rollout_percent{artifact="a"} 10\n'), {}, 'no rollout: nothing counted');
 });
