@@ -1,10 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { generate, parse } from 'coap-packet';
 import { stringify } from 'yaml';
 import { encodeHeartbeat } from '../src/shared/wire/cbor.js';
@@ -13,6 +13,7 @@ import { writePrivateKeyFile } from '../src/shared/signing.js';
 import { freeUdpPort } from '../test/helpers/coap.js';
 import { freePort } from '../test/helpers/fixture.js';
 import { coapLoad, peakRss, sleep, type LoadResult } from './coap-load.js';
+import { startNodeProcess, stopNodeProcess, THIS_ROOT } from './builds.js';
 import { cpuPlan, onCores, pinThisProcess } from './pinning.js';
 import { median } from './report.js';
 import { perRoundRatios, positiveInt, roundOrder, roundRatioRow } from './rounds.js';
@@ -26,13 +27,11 @@ import { perRoundRatios, positiveInt, roundOrder, roundRatioRow } from './rounds
 // bare node-coap, HTTP through the server) are repeated for ROUNDS rounds, the order reversed
 // every other round, and each ratio is taken per round.
 
-const IN_FLIGHT = 64;
-const WARMUP_MS = 1_500;
-const MEASURE_MS = positiveInt(process.env.BENCH_COAP_SECONDS, 5) * 1000;
-const ROUNDS = positiveInt(process.env.BENCH_COAP_ROUNDS, 3);
-const DEDUP_CACHE_BYTES = 1024 * 1024;
-const HERE = fileURLToPath(import.meta.url);
-const REPO_ROOT = resolve(HERE, '..', '..', '..');
+export const IN_FLIGHT = 64;
+export const WARMUP_MS = 1_500;
+export const MEASURE_MS = positiveInt(process.env.BENCH_COAP_SECONDS, 5) * 1000;
+export const ROUNDS = positiveInt(process.env.BENCH_COAP_ROUNDS, 3);
+export const DEDUP_CACHE_BYTES = 1024 * 1024;
 
 export async function runCoapBench(): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'updater-bench-coap-'));
@@ -52,27 +51,13 @@ interface Load {
 }
 
 async function benchIn(dir: string): Promise<Record<string, unknown>> {
-  const v1 = join(dir, 'v1.bin');
-  const v2 = join(dir, 'v2.bin');
-  const base = randomBytes(256 * 1024);
-  await writeFile(v1, base);
-  await writeFile(v2, Buffer.concat([base, randomBytes(4096)]));
+  const { v1, v2 } = await writeTrackBinaries(dir);
   await writePrivateKeyFile(join(dir, 'signing.key'));
   const httpPort = await freePort();
   const coapPort = await freeUdpPort();
-  const configPath = join(dir, 'updater.yaml');
-  await writeFile(configPath, stringify({
-    listen: { http: `127.0.0.1:${httpPort}`, coap: `127.0.0.1:${coapPort}` },
-    signing: { private_key_file: join(dir, 'signing.key') },
-    admin: { token: 'b'.repeat(40) },
-    store: { dir: join(dir, 'store'), full_compression_level: 3 },
-    coap: { dedup_cache_bytes: DEDUP_CACHE_BYTES },
-    log_level: 'info',
-    artifacts: [{ name: 'app', version: '2.0.0', binary: v2 }, { name: 'legacy', version: '1.0.0', binary: v1 }],
-    default_artifact: 'app',
-  }));
+  const configPath = await writeCoapServerConfig(dir, 'updater.yaml', { store: join(dir, 'store'), httpPort, coapPort, v1, v2 });
 
-  const server = await startProcess(join(REPO_ROOT, 'bin', 'updater.js'), ['serve', '--config', configPath], '"server started"');
+  const server = await startNodeProcess(join(THIS_ROOT, 'bin', 'updater.js'), ['serve', '--config', configPath], '"server started"');
   let bare: ChildProcess | undefined;
   let sizes: Record<string, number>;
   let manifestBytes: Buffer;
@@ -95,7 +80,7 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
     // The load is the fleet's steady state: devices on the current target.
     manifestBytes = await coapOnce(coapPort, heartbeatDatagram(v2Hash));
     const barePort = await freeUdpPort();
-    bare = await startProcess(join(REPO_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifestBytes.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
+    bare = await startNodeProcess(join(THIS_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifestBytes.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
     const coapAgainst = (pid: number, port: number) => async () => {
       const { result, peakRssBytes } = await peakRss(pid, coapLoad(port, heartbeatDatagram(v2Hash), IN_FLIGHT, WARMUP_MS, MEASURE_MS));
       return { perSecond: result.perSecond, peakRssBytes, detail: result };
@@ -115,8 +100,8 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
       }
     }
   } finally {
-    await stopProcess(server);
-    if (bare) await stopProcess(bare);
+    await stopNodeProcess(server);
+    if (bare) await stopNodeProcess(bare);
   }
 
   const [serverCoap, bareCoap, serverHttp] = loads.map((l) => l.rounds) as [Load['rounds'], Load['rounds'], Load['rounds']];
@@ -156,7 +141,34 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
   return results;
 }
 
-function heartbeatFields(versionHash: string): Record<string, unknown> {
+/** The two versions the suite publishes: 256 KiB of random bytes, and the same plus 4 KiB. */
+export async function writeTrackBinaries(dir: string): Promise<{ v1: string; v2: string }> {
+  const v1 = join(dir, 'v1.bin');
+  const v2 = join(dir, 'v2.bin');
+  const base = randomBytes(256 * 1024);
+  await writeFile(v1, base);
+  await writeFile(v2, Buffer.concat([base, randomBytes(4096)]));
+  return { v1, v2 };
+}
+
+/** The server's configuration for this suite: HTTP and CoAP listeners, the two tracks. */
+export async function writeCoapServerConfig(dir: string, name: string,
+  at: { store: string; httpPort: number; coapPort: number; v1: string; v2: string }): Promise<string> {
+  const configPath = join(dir, name);
+  await writeFile(configPath, stringify({
+    listen: { http: `127.0.0.1:${at.httpPort}`, coap: `127.0.0.1:${at.coapPort}` },
+    signing: { private_key_file: join(dir, 'signing.key') },
+    admin: { token: 'b'.repeat(40) },
+    store: { dir: at.store, full_compression_level: 3 },
+    coap: { dedup_cache_bytes: DEDUP_CACHE_BYTES },
+    log_level: 'info',
+    artifacts: [{ name: 'app', version: '2.0.0', binary: at.v2 }, { name: 'legacy', version: '1.0.0', binary: at.v1 }],
+    default_artifact: 'app',
+  }));
+  return configPath;
+}
+
+export function heartbeatFields(versionHash: string): Record<string, unknown> {
   return {
     device_id: 'bench-device-000001',
     version_hash: versionHash,
@@ -171,7 +183,7 @@ function heartbeatCbor(versionHash: string): Buffer {
   return encodeHeartbeat(heartbeatFields(versionHash));
 }
 
-function heartbeatDatagram(versionHash: string): Buffer {
+export function heartbeatDatagram(versionHash: string): Buffer {
   return generate({
     code: 'POST', confirmable: true, messageId: 1, token: Buffer.alloc(4),
     options: [{ name: 'Uri-Path', value: Buffer.from('heartbeat') }, { name: 'Content-Format', value: Buffer.from([60]) }],
@@ -195,7 +207,7 @@ async function signedManifestJson(url: string, versionHash: string): Promise<str
  * heartbeat whose signed manifest is over 3x its size, docs/coap.md "Amplification") is
  * answered the way a device does: the same request again, with the value.
  */
-async function coapOnce(port: number, datagram: Buffer): Promise<Buffer> {
+export async function coapOnce(port: number, datagram: Buffer): Promise<Buffer> {
   const answer = parse(await coapExchange(port, datagram));
   const echo = echoValue(answer.options);
   if (answer.code !== '4.01' || !echo) return answer.payload;
@@ -248,40 +260,11 @@ async function fetchLoad(url: string, body: string): Promise<number> {
   return Math.round(done / (MEASURE_MS / 1000));
 }
 
-async function startProcess(file: string, args: string[], readyText: string): Promise<ChildProcess> {
-  const [command, argv] = onCores('server', process.execPath, [file, ...args]);
-  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const collect = (d: Buffer) => {
-    if (output.length < 64_000) output += d;
-  };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
-  const deadline = Date.now() + 60_000;
-  while (!output.includes(readyText)) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`${file} did not start:\n${output}`);
-    }
-    await sleep(50);
-  }
-  return child;
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-function sha256(bytes: Buffer): string {
+export function sha256(bytes: Buffer): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-function round(n: number): number {
+export function round(n: number): number {
   return Math.round(n * 100) / 100;
 }
 

@@ -25,13 +25,13 @@ import { runWrk, writePostScript, type WrkResult } from './wrk.js';
 // every ratio is taken per round. This process (server and bare handler alike) runs on the
 // server cores, wrk on the load cores (pinning.ts).
 
-const SECONDS = positiveInt(process.env.BENCH_HEARTBEAT_SECONDS, 6);
-const ROUNDS = positiveInt(process.env.BENCH_HEARTBEAT_ROUNDS, 3);
-const WARMUP_SECONDS = 2;
-const CONNECTIONS = 64;
-const THREADS = 1;
-const GOAL_MIN_RATIO = 0.5;
-const BINARY_BYTES = 256 * 1024;
+export const SECONDS = positiveInt(process.env.BENCH_HEARTBEAT_SECONDS, 6);
+export const ROUNDS = positiveInt(process.env.BENCH_HEARTBEAT_ROUNDS, 3);
+export const WARMUP_SECONDS = 2;
+export const CONNECTIONS = 64;
+export const THREADS = 1;
+export const GOAL_MIN_RATIO = 0.5;
+export const BINARY_BYTES = 256 * 1024;
 
 interface Case {
   readonly name: 'current' | 'delta';
@@ -156,7 +156,7 @@ function summarize(cases: readonly Case[], targets: readonly Target[], targetSiz
   return record;
 }
 
-function heartbeatBody(versionHash: string): string {
+export function heartbeatBody(versionHash: string): string {
   return JSON.stringify({
     device_id: 'bench-device-0001',
     version_hash: versionHash,
@@ -168,7 +168,7 @@ function heartbeatBody(versionHash: string): string {
 }
 
 /** The exact bytes the server answers, so the bare handler can answer the same. */
-async function rawAnswer(url: string, body: string): Promise<{ body: string; contentType: string }> {
+export async function rawAnswer(url: string, body: string): Promise<{ body: string; contentType: string }> {
   const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   const text = await response.text();
   if (response.status !== 200) throw new Error(`heartbeat answered ${response.status}: ${text}`);

@@ -1,4 +1,5 @@
 import { availableParallelism, loadavg } from 'node:os';
+import { againstArgs, buildsFor, withoutAgainst, type Build } from './builds.js';
 import { printRecord, ratioRows, summaryTable, verdict, type RatioRow } from './report.js';
 
 // `npm run bench [-- suite …]`: runs the suites in order (all of them by default), prints each
@@ -22,6 +23,19 @@ const SUITES: readonly SuiteEntry[] = [
   { name: 'cluster', load: async () => (await import('./cluster.js')).runClusterBench },
 ];
 
+// With `--against [name=]path` (repeatable), these suites measure this build and the others in
+// the same run (heartbeat-against.ts, coap-against.ts); the other suites have no such mode.
+const AGAINST: Record<string, (builds: readonly Build[]) => Promise<Suite>> = {
+  heartbeat: async (builds) => {
+    const { runHeartbeatAgainst } = await import('./heartbeat-against.js');
+    return () => runHeartbeatAgainst(builds);
+  },
+  coap: async (builds) => {
+    const { runCoapAgainst } = await import('./coap-against.js');
+    return () => runCoapAgainst(builds);
+  },
+};
+
 function loadAverage(): string {
   return `${loadavg().map((n) => n.toFixed(2)).join(' ')} on ${availableParallelism()} cores`;
 }
@@ -36,12 +50,19 @@ function selectSuites(args: readonly string[]): SuiteEntry[] {
 }
 
 async function main(): Promise<number> {
-  const args = process.argv.slice(2).filter((a) => a !== '--quick');
+  const args = withoutAgainst(process.argv.slice(2)).filter((a) => a !== '--quick');
   if (process.argv.includes('--help') || args.includes('-h')) {
-    console.log(`usage: npm run bench [-- ${SUITES.map((s) => s.name).join(' | ')} …]\nSee bench/README.md for what each number means.`);
+    console.log(`usage: npm run bench [-- ${SUITES.map((s) => s.name).join(' | ')} …] [--against [name=]/other/checkout …]\nSee bench/README.md for what each number means.`);
     return 0;
   }
-  const suites = selectSuites(args);
+  const against = againstArgs(process.argv.slice(2));
+  let suites = selectSuites(args);
+  if (against.length > 0) {
+    const builds = buildsFor(against);
+    const without = suites.filter((s) => !AGAINST[s.name]);
+    if (args.length > 0 && without.length > 0) throw new RangeError(`--against is for ${Object.keys(AGAINST).join(' and ')}, not ${without.map((s) => s.name).join(', ')}`);
+    suites = suites.filter((s) => AGAINST[s.name]).map((s) => ({ name: s.name, load: () => AGAINST[s.name]!(builds) }));
+  }
   const rows: RatioRow[] = [];
   const failed: string[] = [];
   for (const suite of suites) {

@@ -5,9 +5,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LoadReport } from '../agent/load/run.js';
 import { cpuPlan, onCores } from './pinning.js';
+import { contentionReasons, coreUse, cpuSnapshot, type CoreUse } from './soak/cpu.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
-import { procMemory, scrape, type Scrape } from './soak/scrape.js';
+import { bucketPercentiles, procMemory, rolloutStates, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
 import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdict } from './soak/verdict.js';
 
@@ -29,6 +30,13 @@ const DIFF_THREAD_BASELINE_MB = 48;
 const BSDIFF_NODE_FACTOR = 21;
 const SQLITE_PAGE_CACHE_MB = 2;
 export const LATENCY_GOAL_P99_MS = 20;
+/**
+ * Versions published during the run go out as staged rollouts that advance on a timer while
+ * the failing share of the fleet reports failures (issue 11's soak): cohorts, stable targets
+ * and rollout health counts stay busy through the plateau. The failure limit sits well above
+ * the fleet's failing share, so a rollout pauses only if the counts are wrong.
+ */
+const SOAK_ROLLOUT = { steps: [10, 50, 100], step_interval: '30s', max_failure_rate: 0.25, min_reports: 20 } as const;
 
 export interface SoakOptions {
   readonly quick: boolean;
@@ -40,10 +48,16 @@ export interface SoakOptions {
   readonly hostilePerSecond: number;
   /** Seconds between publishes of a new version during the run (0: none). */
   readonly publishEverySeconds: number;
+  /** Share of devices whose updates fail (reported with a rollback), as in a real fleet. */
+  readonly failShare: number;
   /** Pin the server and the load to separate cores where the machine allows. */
   readonly pin: boolean;
   /** Extra environment of the server process (the leak test's fault hook). */
   readonly serverEnv?: NodeJS.ProcessEnv;
+  /** MALLOC_ARENA_MAX of the server process, as the systemd unit sets it (0: glibc's default). */
+  readonly mallocArenaMax: number;
+  /** Write V8 CPU profiles of the server and the load processes here (SOAK_CPU_PROF_DIR). */
+  readonly cpuProfileDir?: string;
   readonly shape: SoakShape;
   readonly limits: { rssFloorMbPerMin: number; actorHeapMbPerMin: number };
   readonly log: (line: string) => void;
@@ -63,7 +77,10 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
     // (the fill already drove the diff pool to its concurrency). Not in the short window:
     // the allocator's arenas still grow toward their working set there.
     publishEverySeconds: num('SOAK_PUBLISH_SECONDS', quick ? 0 : 60),
+    failShare: num('SOAK_FAIL_SHARE', 0.05),
     pin: env.BENCH_PIN !== '0',
+    mallocArenaMax: num('SOAK_MALLOC_ARENA_MAX', 2),
+    ...(env.SOAK_CPU_PROF_DIR ? { cpuProfileDir: env.SOAK_CPU_PROF_DIR } : {}),
     shape: quick
       ? { tracks: 20, versions: 4, binaryBytes: 256 * 1024, targetCacheMb: 2, hotCacheMb: 2, manifestCacheSize: 60, coapDedupBytes: 64 * 1024, deltaConcurrency: 2, fleetBufferMb: 4 }
       : { tracks: 50, versions: 6, binaryBytes: 320 * 1024, targetCacheMb: 8, hotCacheMb: 8, manifestCacheSize: 200, coapDedupBytes: 256 * 1024, deltaConcurrency: 2, fleetBufferMb: 4 },
@@ -87,11 +104,21 @@ export interface SoakResult {
   readonly fill: { readonly seconds: number; readonly readings: readonly FillReading[] };
   readonly plateau: PlateauVerdict;
   readonly load: LoadSummary;
+  /**
+   * Heartbeat latency as the server measured it over the plateau (handler start to answer, from
+   * its /metrics histograms): beside the harness's figures, it tells server time from queueing
+   * outside the handler (sockets, kernel, the harness's own loop).
+   */
+  readonly serverLatency: Record<string, BucketSummary>;
   readonly hostile: Record<string, number>;
   readonly cpus: string;
+  /** Over the plateau: how busy the server's and the load's cores were, and by whom. */
+  readonly cores?: { readonly server: CoreUse; readonly load: CoreUse };
   /** The server's memory by kind (/proc/PID/status) at the plateau's start and end. */
   readonly proc: { readonly start?: Record<string, number>; readonly end?: Record<string, number> };
   readonly loadAverage: { readonly start: number[]; readonly end: number[] };
+  /** Tracks whose staged rollout is in each state at the end (versions published during the run). */
+  readonly rollouts?: Record<string, number>;
 }
 
 export async function runSoak(o: SoakOptions): Promise<SoakResult> {
@@ -103,7 +130,15 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const started = performance.now();
   const at = () => (performance.now() - started) / 1000;
   o.log(`publishing ${o.shape.tracks} tracks × ${o.shape.versions} versions of ${o.shape.binaryBytes / 1024} KiB; ${plan?.description ?? 'not pinned'}`);
-  const server = await startSoakServer(dir, o.shape, (cmd, args) => (pinned ? onCores('server', cmd, args) : [cmd, args]), { ...process.env, ...o.serverEnv });
+  const serverCommand = (cmd: string, args: string[]): [string, string[]] => {
+    const profiled = [...profileArgs(o.cpuProfileDir, 'server'), ...args];
+    return pinned ? onCores('server', cmd, profiled) : [cmd, profiled];
+  };
+  // As deploy/updater.service does: glibc's per-thread malloc arenas (up to 8 per core, each
+  // grown and kept by whichever of the server's ~20 threads allocated in it) hold native
+  // memory that no heap accounts for (docs/memory.md, "Native memory").
+  const arenas = o.mallocArenaMax > 0 ? { MALLOC_ARENA_MAX: String(o.mallocArenaMax) } : {};
+  const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, ...process.env, ...o.serverEnv });
   let publisher: NodeJS.Timeout | undefined;
   let sampler: NodeJS.Timeout | undefined;
   try {
@@ -122,7 +157,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       publisher = setInterval(() => {
         const track = nextTrack++ % s.tracks;
         if (track === 0) version++;
-        server.publish(track, version).catch((err) => o.log(`publish failed: ${(err as Error).message}`));
+        server.publish(track, version, SOAK_ROLLOUT).catch((err) => o.log(`publish failed: ${(err as Error).message}`));
       }, o.publishEverySeconds * 1000);
     }
 
@@ -135,11 +170,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         url: server.url, coapUrl: server.coapUrl, adminToken: server.token, devices: o.devices, rate: o.rate / o.loadProcesses,
         coapShare: 0.3, oldShare: 0.3, reflashShare: 0.005, seed, part, parts: o.loadProcesses,
         fillMaxSeconds: o.fillMaxSeconds, windowSeconds: o.windowSeconds, hostilePerSecond: part === 0 ? o.hostilePerSecond : 0,
+        failShare: o.failShare,
       };
       const entry = new URL('./soak/load-process.js', import.meta.url).pathname;
       const child = fork(entry, [JSON.stringify(options)], pinned
-        ? { execPath: 'taskset', execArgv: ['-c', plan!.load, process.execPath], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
-        : { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        ? { execPath: 'taskset', execArgv: ['-c', plan!.load, process.execPath, ...profileArgs(o.cpuProfileDir, 'load')], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
+        : { execArgv: profileArgs(o.cpuProfileDir, 'load'), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       children.push(child);
       child.on('message', (m: LoadProcessMessage) => {
         if (m.type === 'phase') reports[m.phase].push(m.report);
@@ -163,20 +199,34 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     for (const child of children) child.send({ type: 'filled' });
     const plateauStart = samples.length;
     const procStart = await procMemory(server.process.pid);
+    const loadPids = children.map((c) => c.pid);
+    const cpuStart = await cpuSnapshot([server.process.pid, ...loadPids]);
     await Promise.race([failed, waitUntil(() => reports.plateau.length === o.loadProcesses)]);
     const plateauSamples = samples.slice(plateauStart);
     const procEnd = await procMemory(server.process.pid);
+    const cpuEnd = await cpuSnapshot([server.process.pid, ...loadPids]);
+    const harnessCores = reports.plateau.reduce((n, r) => n + r.harness.cpu_cores, 0);
+    const cores = cpuStart && cpuEnd
+      ? { server: coreUse(cpuStart, cpuEnd, pinned ? plan!.server : undefined, [server.process.pid]), load: coreUse(cpuStart, cpuEnd, pinned ? plan!.load : undefined, loadPids, harnessCores) }
+      : undefined;
     await failed;
+    const rollouts = await rolloutStates(server.url);
+    const first = plateauSamples[0];
+    const last = plateauSamples[plateauSamples.length - 1];
+    const serverLatency: Record<string, BucketSummary> = {};
+    if (last) for (const t of ['http', 'coap'] as const) serverLatency[`${t}_heartbeat`] = bucketPercentiles(first?.serverHeartbeat[t], last.serverHeartbeat[t]);
     const plateau = judgePlateau(plateauSamples, { boundBytes, rssFloorBytesPerMinute: o.limits.rssFloorMbPerMin * MB, actorHeapBytesPerMinute: o.limits.actorHeapMbPerMin * MB });
     const load = summarizeLoad(reports.plateau);
     const reasons = [...plateau.reasons];
     for (const r of readings) if (!r.filled) reasons.push(`budget ${r.budget} was not filled (${r.gauge} peaked at ${r.peak} of ${r.limit})`);
     reasons.push(...load.failures);
     const latencyGoalMet = ['http_heartbeat', 'coap_heartbeat'].every((k) => (load.latency[k]?.p99 ?? Infinity) < LATENCY_GOAL_P99_MS);
-    const verdict = load.saturation.length > 0 ? 'INVALID' : reasons.length === 0 ? 'PASS' : 'FAIL';
+    const invalid = [...load.saturation, ...(cores ? [...contentionReasons('server', cores.server), ...contentionReasons('load generator', cores.load)] : [])];
+    const verdict = invalid.length > 0 ? 'INVALID' : reasons.length === 0 ? 'PASS' : 'FAIL';
     return {
-      verdict, reasons: verdict === 'INVALID' ? [...load.saturation, ...reasons] : reasons, latencyGoalMet, idleBytes: idle, boundBytes,
-      fill: { seconds: fillSeconds, readings }, plateau, load, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
+      verdict, reasons: verdict === 'INVALID' ? [...invalid, ...reasons] : reasons, ...(cores ? { cores } : {}), latencyGoalMet, idleBytes: idle, boundBytes,
+      fill: { seconds: fillSeconds, readings }, plateau, load, serverLatency, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
+      ...(rollouts ? { rollouts } : {}),
     };
   } finally {
     clearInterval(publisher);
@@ -185,6 +235,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await server.stop();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** `--cpu-prof` for a child (one .cpuprofile per thread, named by role), or nothing. */
+function profileArgs(dir: string | undefined, role: string): string[] {
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, role)}`] : [];
 }
 
 async function waitUntil(check: () => boolean): Promise<void> {
@@ -204,6 +259,8 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     verdict: r.verdict === 'PASS' ? 'PASS' : `${r.verdict}: ${r.reasons.join('; ')}`,
     latency_goal: `heartbeat p99 < ${LATENCY_GOAL_P99_MS} ms: ${r.latencyGoalMet ? 'met' : 'MISSED'}`,
     cpus: r.cpus,
+    cores: r.cores,
+    malloc_arena_max: o.mallocArenaMax > 0 ? o.mallocArenaMax : 'glibc default',
     load_average: { start: r.loadAverage.start.map((n) => n.toFixed(2)).join(' '), end: r.loadAverage.end.map((n) => n.toFixed(2)).join(' ') },
     fill_seconds: Number(r.fill.seconds.toFixed(0)),
     budgets: r.fill.readings.map((x) => ({ budget: x.budget, gauge: x.gauge, peak: x.peak, limit: x.limit, filled: x.filled })),
@@ -215,7 +272,10 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     heartbeats_per_s: Math.round(r.load.heartbeatsPerSecond),
     downloads: r.load.downloads,
     latency_ms: r.load.latency,
+    server_heartbeat_latency: r.serverLatency,
     errors: r.load.errors,
+    updates: { applied: r.load.updatesApplied, failed: r.load.updatesFailed, fail_share: o.failShare },
+    rollouts: r.rollouts ?? {},
     harness: r.load.harness,
     hostile_inputs: r.hostile,
     ratios: [

@@ -92,7 +92,7 @@ export function formatReport(r: LoadReport): string {
     `heartbeats      ${r.heartbeats}   downloads ${r.downloads}   updates applied ${r.updates_applied}   failed ${r.updates_failed}   reports ${r.reports}`,
     `latency ms      p50 ${r.latency_ms.p50.toFixed(2)}   p99 ${r.latency_ms.p99.toFixed(2)}   p999 ${r.latency_ms.p999.toFixed(2)}   max ${r.latency_ms.max.toFixed(2)}`,
     ...Object.entries(r.latency_by_kind).map(([kind, l]) => `  ${kind.padEnd(14)}p50 ${l.p50.toFixed(2)}   p99 ${l.p99.toFixed(2)}   p999 ${l.p999.toFixed(2)}   max ${l.max.toFixed(2)}   (${l.count})`),
-    `harness         event loop busy ${(r.harness.event_loop_utilization * 100).toFixed(0)} %, timers late p99 ${r.harness.event_loop_delay_p99_ms} ms, not sent ${r.harness.not_sent}${saturationReasons('this process', r.harness).length > 0 ? '   SATURATED: the figures above measure the harness' : ''}`,
+    `harness         event loop busy ${(r.harness.event_loop_utilization * 100).toFixed(0)} % (CPU ${r.harness.cpu_cores.toFixed(2)} cores), timers late p99 ${r.harness.event_loop_delay_p99_ms} ms, not sent ${r.harness.not_sent}${saturationReasons('this process', r.harness).length > 0 ? '   SATURATED: the figures above measure the harness' : ''}`,
     `outcomes        ${JSON.stringify(r.outcomes)}`,
     `errors          ${JSON.stringify(r.errors)}`,
     `bytes           up ${r.bytes.up}   down ${r.bytes.down}`,

@@ -59,7 +59,7 @@ export class CoapLoadClient {
         throw new Error('malformed manifest');
       }
     }
-    return { status, manifest, bytesUp: body.length, bytesDown: res.payload.length };
+    return { status, manifest, bytesUp: body.length, bytesDown: res.payload.length, queuedMs: 0 };
   }
 
   /** Sends an update report (CBOR with integer keys); resolves with the status mapped to HTTP (204 expected). */

@@ -25,6 +25,8 @@ export interface Device {
   readonly fails: boolean;
   /** Targets that failed here: not tried again in this run, as the agent's cooldown would hold off. */
   readonly failedTargets: Set<string>;
+  /** The last heartbeat body sent, reused while the version and the second are the same. */
+  encoded?: { second: number; versionHash: string; body: string | Buffer };
 }
 
 export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare: number, coapShare = 0, seed = randomBytes(4).toString('hex'), failShare = 0): Device[] {

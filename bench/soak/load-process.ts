@@ -23,6 +23,8 @@ export interface LoadProcessOptions {
   readonly windowSeconds: number;
   /** Hostile inputs per second from this process (0: none). */
   readonly hostilePerSecond: number;
+  /** Share of devices whose updates fail their boot check and are reported as failed. */
+  readonly failShare: number;
 }
 
 export type LoadProcessMessage =
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
   });
   const tracks = await discoverTracks(o.url, o.adminToken);
   // Every process builds the same fleet from the seed and keeps its own share of it.
-  const fleet = buildFleet(o.devices, tracks, o.oldShare, o.coapUrl ? o.coapShare : 0, o.seed).filter((_, i) => i % o.parts === o.part);
+  const fleet = buildFleet(o.devices, tracks, o.oldShare, o.coapUrl ? o.coapShare : 0, o.seed, o.failShare).filter((_, i) => i % o.parts === o.part);
   const hostile = o.hostilePerSecond > 0 ? startHostileTraffic({ httpUrl: o.url, ...(o.coapUrl ? { coapUrl: o.coapUrl } : {}), perSecond: o.hostilePerSecond }) : undefined;
   const base: LoadOptions = {
     url: o.url,
@@ -50,8 +52,11 @@ async function main(): Promise<void> {
     rate: o.rate,
     durationMs: o.fillMaxSeconds * 1000,
     oldShare: o.oldShare,
-    failRate: 0,
-    sockets: 32,
+    failRate: o.failShare,
+    // Keep-alive sockets per agent (heartbeats and reports; downloads have as many of their
+    // own). Real devices each have a connection: with 32, a pause of the server's of 25 ms left
+    // every socket waiting and the next heartbeats queued in the harness (docs/memory.md).
+    sockets: 128,
     maxInflight: 1024,
     download: true,
     adminToken: o.adminToken,
@@ -65,6 +70,9 @@ async function main(): Promise<void> {
   await send({ type: 'phase', phase: 'plateau', report: await runLoad({ ...(o.part === 0 ? base : quiet), durationMs: o.windowSeconds * 1000 }) });
   if (hostile) await send({ type: 'hostile', counts: await hostile.stop() });
   process.disconnect();
+  // Everything is reported: a socket or retransmission timer a client library still holds
+  // must not keep this process (and the soak waiting for it) alive.
+  process.exit(0);
 }
 
 main().catch((err) => {

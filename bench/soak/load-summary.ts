@@ -9,6 +9,9 @@ export interface LoadSummary {
   readonly heartbeatsPerSecond: number;
   readonly heartbeats: number;
   readonly downloads: number;
+  /** Updates installed, and updates the failing share reported as failed (rolled back). */
+  readonly updatesApplied: number;
+  readonly updatesFailed: number;
   readonly latency: Record<string, LatencySummary>;
   readonly errors: Record<string, number>;
   readonly harness: readonly HarnessLoad[];
@@ -26,6 +29,8 @@ export function summarizeLoad(reports: readonly LoadReport[]): LoadSummary {
   const errors: Record<string, number> = {};
   let heartbeats = 0;
   let downloads = 0;
+  let updatesApplied = 0;
+  let updatesFailed = 0;
   let requests = 0;
   let seconds = 0;
   for (const r of reports) {
@@ -36,6 +41,8 @@ export function summarizeLoad(reports: readonly LoadReport[]): LoadSummary {
     for (const [kind, n] of Object.entries(r.errors)) errors[kind] = (errors[kind] ?? 0) + n;
     heartbeats += r.heartbeats;
     downloads += r.downloads;
+    updatesApplied += r.updates_applied;
+    updatesFailed += r.updates_failed;
     requests += r.requests_per_second * r.seconds;
     seconds = Math.max(seconds, r.seconds);
   }
@@ -51,6 +58,8 @@ export function summarizeLoad(reports: readonly LoadReport[]): LoadSummary {
     heartbeatsPerSecond: seconds > 0 ? heartbeats / seconds : 0,
     heartbeats,
     downloads,
+    updatesApplied,
+    updatesFailed,
     latency: Object.fromEntries([...kinds].map(([k, h]) => [k, h.summary()])),
     errors,
     harness: reports.map((r) => r.harness),

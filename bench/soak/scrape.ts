@@ -22,6 +22,11 @@ export interface Scrape {
   readonly heap: Record<string, HeapFigures>;
   readonly blockedSeconds: Record<string, number>;
   readonly busySeconds: Record<string, number>;
+  /**
+   * The server's own heartbeat latency, as it measured it (handler start to answer), per
+   * transport: cumulative counts by bucket upper bound in seconds. Harness queueing is not in it.
+   */
+  readonly serverHeartbeat: Record<'http' | 'coap', ReadonlyMap<number, number>>;
 }
 
 interface Sample {
@@ -57,8 +62,18 @@ export function toScrape(at: number, text: string): Scrape {
     else if (s.name === 'updater_event_loop_blocked_seconds_total') blockedSeconds[actor] = s.value;
     else if (s.name === 'updater_event_loop_busy_seconds_total') busySeconds[actor] = s.value;
   }
+  const buckets = (name: string) => {
+    const out = new Map<number, number>();
+    for (const s of samples) {
+      if (s.name !== name || s.labels.route !== 'heartbeat' || s.labels.le === undefined) continue;
+      const le = s.labels.le === '+Inf' ? Infinity : Number(s.labels.le);
+      out.set(le, (out.get(le) ?? 0) + s.value);
+    }
+    return out;
+  };
   return {
     at,
+    serverHeartbeat: { http: buckets('updater_http_request_seconds_bucket'), coap: buckets('updater_coap_request_seconds_bucket') },
     rss: one('updater_process_resident_memory_bytes'),
     targetCache: one('updater_cache_bytes', { cache: 'target' }),
     hotCache: one('updater_cache_bytes', { cache: 'hot_transfer' }),
@@ -73,11 +88,47 @@ export function toScrape(at: number, text: string): Scrape {
   };
 }
 
+export interface BucketSummary {
+  readonly count: number;
+  /** The upper bound (ms) of the bucket holding each percentile: a conservative figure. */
+  readonly p50_le_ms: number;
+  readonly p99_le_ms: number;
+  readonly p999_le_ms: number;
+}
+
+/** Percentiles of what the server recorded between two scrapes (cumulative buckets). */
+export function bucketPercentiles(start: ReadonlyMap<number, number> | undefined, end: ReadonlyMap<number, number>): BucketSummary {
+  const bounds = [...end.keys()].sort((a, b) => a - b);
+  const counts = bounds.map((le) => (end.get(le) ?? 0) - (start?.get(le) ?? 0));
+  const total = counts[counts.length - 1] ?? 0;
+  const at = (q: number) => {
+    const i = counts.findIndex((c) => c >= q * total);
+    return total === 0 || i < 0 ? 0 : bounds[i]! * 1000;
+  };
+  return { count: total, p50_le_ms: at(0.5), p99_le_ms: at(0.99), p999_le_ms: at(0.999) };
+}
+
 export async function scrape(baseUrl: string, at: number): Promise<Scrape | undefined> {
   try {
     const response = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
     if (!response.ok) return undefined;
     return toScrape(at, await response.text());
+  } catch {
+    return undefined;
+  }
+}
+
+/** How many tracks' staged rollouts are in each state, from `updater_rollout_state` in /metrics text. */
+export function countRolloutStates(metricsText: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const m of metricsText.matchAll(/^updater_rollout_state\{[^}]*state="([a-z_]+)"[^}]*\} 1$/gm)) counts[m[1]!] = (counts[m[1]!] ?? 0) + 1;
+  return counts;
+}
+
+export async function rolloutStates(baseUrl: string): Promise<Record<string, number> | undefined> {
+  try {
+    const response = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
+    return response.ok ? countRolloutStates(await response.text()) : undefined;
   } catch {
     return undefined;
   }

@@ -23,13 +23,22 @@ export interface SoakShape {
   readonly fleetBufferMb: number;
 }
 
+/** The `rollout` object of a publish, as the admin API takes it. */
+export interface RolloutRequest {
+  readonly steps: readonly number[];
+  readonly step_interval: string;
+  readonly max_failure_rate: number;
+  readonly min_reports: number;
+}
+
 export interface SoakServer {
   readonly url: string;
   readonly coapUrl: string;
   readonly token: string;
   readonly process: ChildProcess;
   /** Publishes the next version of track `track` (a new delta source for its devices). */
-  publish(track: number, version: number): Promise<void>;
+  /** Publishes a version; with `rollout`, as a staged rollout (docs/rollouts.md). */
+  publish(track: number, version: number, rollout?: RolloutRequest): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -69,13 +78,13 @@ export async function startSoakServer(dir: string, shape: SoakShape, command: (c
   const [cmd, args] = command(process.execPath, [join(repoRoot, 'bin', 'updater.js'), 'serve', '--config', join(dir, 'updater.yaml')]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'], env });
   const exited = new Promise((r) => child.once('exit', r));
-  const publish = async (track: number, version: number) => {
+  const publish = async (track: number, version: number, rollout?: RolloutRequest) => {
     const binary = join(binaries, `t${track}-v${version}.bin`);
     await writeFile(binary, pseudoFirmware(shape.binaryBytes, `t${track}`, version));
     const answer = await fetch(`${url}/admin/artifacts`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `app${track}`, version: `${version}.0.0`, binary }),
+      body: JSON.stringify({ name: `app${track}`, version: `${version}.0.0`, binary, ...(rollout ? { rollout } : {}) }),
     });
     if (!answer.ok) throw new Error(`publish answered ${answer.status}: ${await answer.text()}`);
   };

@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { HeapFigures, Scrape } from '../../bench/soak/scrape.js';
-import { toScrape } from '../../bench/soak/scrape.js';
+import { bucketPercentiles, countRolloutStates, toScrape } from '../../bench/soak/scrape.js';
 import { fillReadings, judgePlateau } from '../../bench/soak/verdict.js';
 
 const MB = 1024 * 1024;
@@ -12,6 +12,7 @@ function plateau(seconds: number, leakPerSecond: number, rssLeakPerSecond = 0): 
     at: 100 + i, rss: 250 * MB + (i % 7) * MB + i * rssLeakPerSecond, targetCache: 0, hotCache: 0, signedManifests: 0, coapDedup: 0, diffsInFlight: 0, diffThreads: 0, fleetBuffer: 0,
     heap: { http: heap(12 * MB + (i % 5) * MB), manifester: heap(10 * MB + (i % 5) * MB + i * leakPerSecond) },
     blockedSeconds: { http: i * 0.01, manifester: i * 0.02 }, busySeconds: { http: i * 0.2, manifester: i * 0.1 },
+    serverHeartbeat: { http: new Map(), coap: new Map() },
   }));
 }
 const limits = { boundBytes: 300 * MB, rssFloorBytesPerMinute: MB, actorHeapBytesPerMinute: 0.5 * MB };
@@ -53,4 +54,36 @@ t.test('a budget counts as filled when its gauge reached it, within one entry fo
   t.same(readings.map((r) => [r.budget, r.filled]), [
     ['store.target_cache_mb', true], ['store.hot_delta_cache_mb', false], ['manifest.cache_size', true], ['store.delta_concurrency', true], ['coap.dedup_cache_bytes', true],
   ]);
+});
+
+t.test("the server's own heartbeat latency is read from its histogram buckets between two scrapes", async (t) => {
+  const at = (counts: [number, number, number, number]) => toScrape(1, [
+    `updater_http_request_seconds_bucket{route="heartbeat",status="2xx",le="0.001"} ${counts[0]}`,
+    `updater_http_request_seconds_bucket{route="heartbeat",status="2xx",le="0.01"} ${counts[1]}`,
+    `updater_http_request_seconds_bucket{route="heartbeat",status="2xx",le="0.1"} ${counts[2]}`,
+    `updater_http_request_seconds_bucket{route="heartbeat",status="2xx",le="+Inf"} ${counts[3]}`,
+    `updater_http_request_seconds_bucket{route="report",status="2xx",le="0.001"} 999`,
+  ].join('\n'));
+  // Before the window: 500 requests, all fast. In it: 1,000 more, 980 under 1 ms, 15 under 10 ms, 5 under 100 ms.
+  const start = at([500, 500, 500, 500]);
+  const end = at([1480, 1495, 1500, 1500]);
+  t.equal(end.serverHeartbeat.http.get(0.001), 1480, 'the heartbeat route only');
+  const s = bucketPercentiles(start.serverHeartbeat.http, end.serverHeartbeat.http);
+  t.same(s, { count: 1000, p50_le_ms: 1, p99_le_ms: 10, p999_le_ms: 100 });
+  t.same(bucketPercentiles(undefined, new Map()), { count: 0, p50_le_ms: 0, p99_le_ms: 0, p999_le_ms: 0 }, 'no requests: zeros');
+});
+
+t.test('the rollout states at the end of a soak are counted from /metrics', async (t) => {
+  const text = [
+    '# TYPE updater_rollout_state gauge',
+    'updater_rollout_state{artifact="app0",state="running"} 0',
+    'updater_rollout_state{artifact="app0",state="complete"} 1',
+    'updater_rollout_state{artifact="app1",state="running"} 1',
+    'updater_rollout_state{artifact="app1",state="complete"} 0',
+    'updater_rollout_state{artifact="app2",state="paused"} 1',
+    'updater_rollout_state{artifact="app3",state="complete"} 1',
+    'updater_rollout_percent{artifact="app3"} 100',
+  ].join('\n');
+  t.same(countRolloutStates(text), { complete: 2, running: 1, paused: 1 });
+  t.same(countRolloutStates('updater_rollout_percent{artifact="a"} 10\n'), {}, 'no rollout: nothing counted');
 });
