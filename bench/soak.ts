@@ -8,6 +8,7 @@ import { cpuPlan, onCores } from './pinning.js';
 import { contentionReasons, coreUse, cpuSnapshot, type CoreUse } from './soak/cpu.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
+import { SQLITE_PAGE_CACHE_KIB } from '../src/shared/database/connect.js';
 import { bucketPercentiles, procMemory, rolloutStates, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
 import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdict } from './soak/verdict.js';
@@ -28,7 +29,6 @@ const MB = 1024 * 1024;
 const DIFF_THREAD_BASELINE_MB = 48;
 /** bsdiff-node's peak per generation (docs/memory.md). */
 const BSDIFF_NODE_FACTOR = 21;
-const SQLITE_PAGE_CACHE_MB = 2;
 export const LATENCY_GOAL_P99_MS = 20;
 /**
  * Versions published during the run go out as staged rollouts that advance on a timer while
@@ -146,7 +146,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const idle = (await scrape(server.url, at()))?.rss ?? 0;
     const s = o.shape;
     const boundBytes = idle + (s.targetCacheMb + s.hotCacheMb) * MB + s.manifestCacheSize * 500
-      + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + BSDIFF_NODE_FACTOR * s.binaryBytes) + (2 * s.fleetBufferMb + SQLITE_PAGE_CACHE_MB) * MB;
+      + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + BSDIFF_NODE_FACTOR * s.binaryBytes) + 2 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024;
     o.log(`idle RSS ${mbText(idle)} MB; documented bound ${mbText(boundBytes)} MB; ${o.devices} devices at ${o.rate} heartbeats/s in ${o.loadProcesses} load process(es)`);
 
     const samples: Scrape[] = [];
