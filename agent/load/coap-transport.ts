@@ -3,10 +3,13 @@ import coap, { type IncomingMessage } from 'coap';
 import type { Manifest } from '../../src/messages/manifester.js';
 import { decodeManifest } from '../../src/shared/wire/cbor.js';
 import { ECHO_OPTION, echoValue } from '../../src/shared/wire/echo.js';
+import { isUpdaterError } from '../../src/shared/errors.js';
+import { CoapTransport } from '../coap-transport.js';
 import type { HeartbeatAnswer } from './http-transport.js';
 
 // The harness's CoAP client: node-coap over one UDP socket (its Agent), confirmable requests
-// with node-coap's own retransmission, Block2 downloads reassembled by node-coap. Status
+// with node-coap's own retransmission; downloads through the device agent's own client (see
+// download). Status
 // codes are mapped onto their HTTP counterparts so the report reads the same for both. Like
 // a device, it sends back the server's last Echo value (RFC 9175) and asks again once when an
 // answer brings a new one (docs/coap.md, "Amplification").
@@ -18,6 +21,7 @@ export class CoapLoadClient {
   private readonly host: string;
   private readonly port: number;
   private echo: Buffer | undefined;
+  private readonly blocks: CoapTransport;
 
   constructor(coapUrl: string) {
     const url = new URL(coapUrl);
@@ -25,6 +29,7 @@ export class CoapLoadClient {
     this.host = url.hostname;
     this.port = Number(url.port || 5683);
     this.agent = new coap.Agent({ type: 'udp4' });
+    this.blocks = new CoapTransport(coapUrl);
   }
 
   private once(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, body?: Buffer): Promise<IncomingMessage> {
@@ -68,13 +73,35 @@ export class CoapLoadClient {
     return STATUS_OF[String(res.code)] ?? 0;
   }
 
-  /** Fetches a whole transfer by Block2 (node-coap asks block after block). */
-  async download(path: string): Promise<{ status: number; size: number; hash: string }> {
-    const res = await this.send('GET', path, { Block2: Buffer.from([0x06]) });
-    return { status: STATUS_OF[String(res.code)] ?? 0, size: res.payload.length, hash: createHash('sha256').update(res.payload).digest('hex') };
+  /**
+   * Fetches a whole transfer by Block2 with the device agent's client, which asks for each
+   * block by number under a token of its own and places it by its number. node-coap's own
+   * reassembly appends every answer that carries the download's token, so a block answered
+   * twice (a request retransmitted under load, the copy answered from the server's duplicate
+   * cache) would land twice and the transfer would hash wrong.
+   */
+  async download(path: string, deadlineMs: number): Promise<{ status: number; size: number; hash: string }> {
+    const hasher = createHash('sha256');
+    let size = 0;
+    const sink = {
+      begin: async () => undefined,
+      write: async (chunk: Uint8Array) => {
+        hasher.update(chunk);
+        size += chunk.length;
+      },
+    };
+    try {
+      await this.blocks.download(path, 0, 0, sink, AbortSignal.timeout(deadlineMs));
+    } catch (err) {
+      const code = isUpdaterError(err) ? STATUS_OF[String(err.details?.status)] : undefined;
+      if (code !== undefined) return { status: code, size, hash: '' };
+      throw err;
+    }
+    return { status: 200, size, hash: hasher.digest('hex') };
   }
 
   close(): void {
     this.agent.close();
+    void this.blocks.close();
   }
 }

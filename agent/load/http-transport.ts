@@ -84,7 +84,7 @@ export class HttpLoadClient {
   }
 
   /** Downloads a transfer and returns its size and SHA-256. */
-  download(path: string): Promise<{ status: number; size: number; hash: string }> {
+  download(path: string, deadlineMs: number): Promise<{ status: number; size: number; hash: string }> {
     return new Promise((resolve, reject) => {
       const req = request({ host: this.host, port: this.port, method: 'GET', path, agent: this.downloads }, (res) => {
         const hasher = createHash('sha256');
@@ -96,7 +96,7 @@ export class HttpLoadClient {
         res.on('end', () => resolve({ status: res.statusCode ?? 0, size, hash: hasher.digest('hex') }));
         res.on('error', reject);
       });
-      req.setTimeout(60_000, () => req.destroy(new Error('timeout')));
+      req.setTimeout(deadlineMs, () => req.destroy(new Error('timeout')));
       req.on('error', reject);
       req.end();
     });

@@ -162,7 +162,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const fetchUpdate = async (device: Device, path: string, transferHash: string, targetHash: string) => {
     stats.requests++;
     const started = performance.now();
-    const { status, size, hash } = await withTimeout(clientOf(device).download(path), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
+    const { status, size, hash } = await withTimeout(clientOf(device).download(path, DOWNLOAD_DEADLINE_MS), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
     stats.downloads++;
     stats.recordKind('download', performance.now() - started);
     stats.bytesDown += size;
