@@ -8,6 +8,7 @@ import { cpuPlan, onCores } from './pinning.js';
 import { contentionReasons, coreUse, cpuSnapshot, type CoreUse } from './soak/cpu.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
+import { DEAD_BUFFER_BYTES } from '../src/shared/buffer-collector.js';
 import { SQLITE_PAGE_CACHE_KIB } from '../src/shared/database/connect.js';
 import { bucketPercentiles, procMemory, rolloutStates, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
@@ -56,6 +57,8 @@ export interface SoakOptions {
   readonly serverEnv?: NodeJS.ProcessEnv;
   /** MALLOC_ARENA_MAX of the server process, as the systemd unit sets it (0: glibc's default). */
   readonly mallocArenaMax: number;
+  /** A command the server runs under, e.g. `env NODE_OPTIONS=...` or heaptrack (SOAK_SERVER_WRAPPER, bench/README.md). */
+  readonly serverWrapper: readonly string[];
   /** Write V8 CPU profiles of the server and the load processes here (SOAK_CPU_PROF_DIR). */
   readonly cpuProfileDir?: string;
   readonly shape: SoakShape;
@@ -80,6 +83,7 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
     failShare: num('SOAK_FAIL_SHARE', 0.05),
     pin: env.BENCH_PIN !== '0',
     mallocArenaMax: num('SOAK_MALLOC_ARENA_MAX', 2),
+    serverWrapper: (env.SOAK_SERVER_WRAPPER ?? '').split(' ').filter(Boolean),
     ...(env.SOAK_CPU_PROF_DIR ? { cpuProfileDir: env.SOAK_CPU_PROF_DIR } : {}),
     shape: quick
       ? { tracks: 20, versions: 4, binaryBytes: 256 * 1024, targetCacheMb: 2, hotCacheMb: 2, manifestCacheSize: 60, coapDedupBytes: 64 * 1024, deltaConcurrency: 2, fleetBufferMb: 4 }
@@ -132,7 +136,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   o.log(`publishing ${o.shape.tracks} tracks × ${o.shape.versions} versions of ${o.shape.binaryBytes / 1024} KiB; ${plan?.description ?? 'not pinned'}`);
   const serverCommand = (cmd: string, args: string[]): [string, string[]] => {
     const profiled = [...profileArgs(o.cpuProfileDir, 'server'), ...args];
-    return pinned ? onCores('server', cmd, profiled) : [cmd, profiled];
+    const [wrapper, ...wrapperArgs] = o.serverWrapper;
+    const [c, a] = wrapper ? [wrapper, [...wrapperArgs, cmd, ...profiled]] : [cmd, profiled];
+    return pinned ? onCores('server', c, a) : [c, a];
   };
   // As deploy/updater.service does: glibc's per-thread malloc arenas (up to 8 per core, each
   // grown and kept by whichever of the server's ~20 threads allocated in it) hold native
@@ -146,7 +152,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const idle = (await scrape(server.url, at()))?.rss ?? 0;
     const s = o.shape;
     const boundBytes = idle + (s.targetCacheMb + s.hotCacheMb) * MB + s.manifestCacheSize * 500
-      + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + BSDIFF_NODE_FACTOR * s.binaryBytes) + 2 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024;
+      + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + BSDIFF_NODE_FACTOR * s.binaryBytes) + 2 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
+      // The store-keeper's dead buffers before its collector runs (docs/memory.md, "Dead buffers").
+      + DEAD_BUFFER_BYTES;
     o.log(`idle RSS ${mbText(idle)} MB; documented bound ${mbText(boundBytes)} MB; ${o.devices} devices at ${o.rate} heartbeats/s in ${o.loadProcesses} load process(es)`);
 
     const samples: Scrape[] = [];
@@ -251,7 +259,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
   const o = soakOptions(process.argv.includes('--quick'));
   const r = await runSoak(o);
   const actorRows = r.plateau.actors.map((a) => ({
-    actor: a.actor, used_mb: `${mbText(a.start.used)} → ${mbText(a.end.used)}`, external_mb: `${mbText(a.start.external)} → ${mbText(a.end.external)}`,
+    actor: a.actor, used_mb: `${mbText(a.start.used)} → ${mbText(a.end.used)}`, external_mb: `${mbText(a.start.external)} → ${mbText(a.end.external)}`, array_buffers_mb: `${mbText(a.start.array_buffers)} → ${mbText(a.end.array_buffers)}`,
     used_floor_mb_per_min: Number(a.used_mb_per_min.toFixed(3)), external_floor_mb_per_min: Number(a.external_mb_per_min.toFixed(3)), blocked_share: a.blocked_share, busy_share: a.busy_share,
   }));
   return {

@@ -6,6 +6,8 @@ export interface HeapFigures {
   total: number;
   external: number;
   malloced: number;
+  /** Array-buffer backing stores the thread allocated and has not freed (live or awaiting collection). */
+  array_buffers: number;
 }
 
 export interface Scrape {
@@ -58,7 +60,7 @@ export function toScrape(at: number, text: string): Scrape {
   for (const s of samples) {
     const actor = s.labels.actor;
     if (!actor) continue;
-    if (s.name === 'updater_actor_heap_bytes') (heap[actor] ??= { used: 0, total: 0, external: 0, malloced: 0 })[s.labels.kind as keyof HeapFigures] = s.value;
+    if (s.name === 'updater_actor_heap_bytes') (heap[actor] ??= { used: 0, total: 0, external: 0, malloced: 0, array_buffers: 0 })[s.labels.kind as keyof HeapFigures] = s.value;
     else if (s.name === 'updater_event_loop_blocked_seconds_total') blockedSeconds[actor] = s.value;
     else if (s.name === 'updater_event_loop_busy_seconds_total') busySeconds[actor] = s.value;
   }

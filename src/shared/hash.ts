@@ -21,17 +21,21 @@ export function sha256(data: Uint8Array): string {
 }
 
 const READ_BYTES = 1024 * 1024;
+/** Read buffers kept for the next hash on this thread (more run at once only while publishing). */
+const SPARE_BUFFERS = 2;
+const spare: Buffer[] = [];
 
 /**
- * SHA-256 and size of a file, read through one reused 1 MiB buffer. A read stream would
- * allocate a fresh buffer per chunk, and the garbage collector frees them late enough that
- * peak memory grew with the size of the file hashed (which matters most on a device).
+ * SHA-256 and size of a file, read through a 1 MiB buffer that the thread's next hash reuses.
+ * A read stream would allocate a fresh buffer per chunk, and a fresh buffer per hash is no
+ * better: V8 frees such buffers only at a full collection, which a quiet thread runs rarely, so
+ * they piled up outside the heap (docs/memory.md, "Dead buffers").
  */
 export async function sha256File(path: string): Promise<{ hash: string; size: number }> {
   const handle = await open(path, 'r');
+  const buffer = spare.pop() ?? Buffer.allocUnsafeSlow(READ_BYTES);
   try {
     const hasher = createHash('sha256');
-    const buffer = Buffer.allocUnsafe(READ_BYTES);
     let size = 0;
     for (;;) {
       const { bytesRead } = await handle.read(buffer, 0, READ_BYTES, null);
@@ -41,6 +45,7 @@ export async function sha256File(path: string): Promise<{ hash: string; size: nu
     }
     return { hash: hasher.digest('hex'), size };
   } finally {
+    if (spare.length < SPARE_BUFFERS) spare.push(buffer);
     await handle.close();
   }
 }

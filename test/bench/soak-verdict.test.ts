@@ -4,7 +4,7 @@ import { bucketPercentiles, countRolloutStates, toScrape } from '../../bench/soa
 import { fillReadings, judgePlateau } from '../../bench/soak/verdict.js';
 
 const MB = 1024 * 1024;
-const heap = (used: number): HeapFigures => ({ used, total: used + 4 * MB, external: 3 * MB, malloced: MB });
+const heap = (used: number): HeapFigures => ({ used, total: used + 4 * MB, external: 3 * MB, malloced: MB, array_buffers: MB });
 
 /** A plateau of `seconds` samples: RSS breathing around 250 MB, the manifester's heap growing by `leakPerSecond`. */
 function plateau(seconds: number, leakPerSecond: number, rssLeakPerSecond = 0): Scrape[] {
@@ -48,8 +48,10 @@ t.test('a budget counts as filled when its gauge reached it, within one entry fo
     'updater_coap_dedup_cache_bytes 65500',
     'updater_diff_threads 2',
     'updater_actor_heap_bytes{actor="coap",kind="used"} 123',
+    'updater_actor_heap_bytes{actor="coap",kind="array_buffers"} 456',
   ].join('\n'));
   t.equal(s.heap.coap!.used, 123);
+  t.equal(s.heap.coap!.array_buffers, 456, 'array buffers per actor are read');
   const readings = fillReadings([s], { targetCacheBytes: 2 * MB, hotCacheBytes: 2 * MB, manifestEntries: 60, coapDedupBytes: 65536, deltaConcurrency: 2, largestEntryBytes: 260_000 });
   t.same(readings.map((r) => [r.budget, r.filled]), [
     ['store.target_cache_mb', true], ['store.hot_delta_cache_mb', false], ['manifest.cache_size', true], ['store.delta_concurrency', true], ['coap.dedup_cache_bytes', true],
