@@ -14,8 +14,9 @@ import { configDocument, REPO_ROOT, spawnServer, UPDATER_BIN, writeConfig } from
 // go to $UPDATER_CONSOLE_SCREENSHOTS (docs/console in the repository) or a temp directory.
 
 // Long enough that a rollout resumed at 10 or 40 % is paused again by hand (one keypress after
-// it moved) before it could reach 100 % by itself two steps later, short enough to watch it
-// move: the test waits one interval for that on purpose.
+// it moved) before it could reach 100 % by itself: at least one more interval after the move
+// it waits for (two when it was resumed at 10 %), short enough to watch it move: the test
+// waits one interval for that on purpose.
 const STEP_INTERVAL_S = 20;
 const WAIT_MS = 120_000;
 
