@@ -1,10 +1,13 @@
 // Bundles the console for the HTTP front-end: dist/console/index.html and
-// dist/console/assets/<name>-<content hash>.{js,css}. Run by `npm run build`.
+// dist/console/assets/<name>-<content hash>.{js,css}, each with its .br and .gz. Run by
+// `npm run build`.
 import { build } from 'esbuild';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+// Compiled by the tsc step of `npm run build`, which runs before this script.
+import { compressConsoleFile } from '../dist/src/actors/http/console-encodings.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, '..', 'dist', 'console');
@@ -33,6 +36,14 @@ const names = { js: pick('.js'), css: pick('.css') };
 const template = await readFile(join(here, 'index.html'), 'utf8');
 await mkdir(out, { recursive: true });
 await writeFile(join(out, 'index.html'), template.replace('{{js}}', names.js).replace('{{css}}', names.css));
+
+// Brotli and gzip of each file, made here once rather than by every server start; the server
+// checks that each decompresses to its file before it serves it (console-encodings.ts).
+for (const path of [join(out, 'index.html'), ...[names.js, names.css].map((name) => join(out, 'assets', name))]) {
+  const { br, gzip } = compressConsoleFile(await readFile(path));
+  await writeFile(`${path}.br`, br);
+  await writeFile(`${path}.gz`, gzip);
+}
 
 let raw = 0;
 let gzip = 0;

@@ -13,9 +13,11 @@ import { configDocument, REPO_ROOT, spawnServer, UPDATER_BIN, writeConfig } from
 // reports, abort with roll back, sign out. Mostly with the keyboard. Screenshots of each view
 // go to $UPDATER_CONSOLE_SCREENSHOTS (docs/console in the repository) or a temp directory.
 
-// Long enough that a rollout resumed at 10 or 40 % is paused again by hand before it could
-// reach 100 % by itself, short enough to watch it move.
-const STEP_INTERVAL_S = 40;
+// Long enough that a rollout resumed at 10 or 40 % is paused again by hand (one keypress after
+// it moved) before it could reach 100 % by itself: at least one more interval after the move
+// it waits for (two when it was resumed at 10 %), short enough to watch it move: the test
+// waits one interval for that on purpose.
+const STEP_INTERVAL_S = 20;
 const WAIT_MS = 120_000;
 
 t.test('an operator follows a rollout through the console', async (t) => {
@@ -126,9 +128,10 @@ t.test('an operator follows a rollout through the console', async (t) => {
     await page.getByTestId('rollout-state').filter({ hasText: 'paused' }).waitFor();
     t.match(await page.locator('.rollout').innerText(), /paused by an operator/);
     await tabTo(page, /Percent/);
-    await page.keyboard.type('70');
+    // Not one of the steps, so the timer can never have shown it before the operator set it.
+    await page.keyboard.type('55');
     await page.keyboard.press('Enter');
-    await page.getByTestId('rollout-percent').filter({ hasText: '70 %' }).waitFor();
+    await page.getByTestId('rollout-percent').filter({ hasText: '55 %' }).waitFor();
     t.pass('set-percent reaches the server and shows');
   });
 

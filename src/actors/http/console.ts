@@ -2,15 +2,16 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
+import { checkedEncodings, compressConsoleFile } from './console-encodings.js';
 import type { HttpMetrics } from './metrics.js';
 import { exchange, sendError, statusLine, type Exchange } from './respond.js';
 
 // The operator console (docs/console.md): a page and two bundles that `npm run build` writes
-// to dist/console, read once at start and served from memory, compressed ahead of time.
+// to dist/console, read once at start and served from memory, compressed ahead of time (by the build:
+// console-encodings.ts).
 //
 //   GET /console/                 index.html, revalidated on every load (no-cache + ETag)
 //   GET /console/assets/<n>-<h>   the bundles; the content hash is in the name, so they are
@@ -63,25 +64,24 @@ export async function loadConsoleAssets(dir = CONSOLE_DIR): Promise<ConsoleAsset
   } catch {
     return assets;
   }
-  assets.set('/console/', asset(index, '.html', REVALIDATE));
+  assets.set('/console/', await asset(join(dir, 'index.html'), index, '.html', REVALIDATE));
   for (const name of await readdir(join(dir, 'assets'))) {
     const type = extname(name);
     if (!(type in TYPES)) continue;
-    assets.set(`/console/assets/${name}`, asset(await readFile(join(dir, 'assets', name)), type, IMMUTABLE));
+    const path = join(dir, 'assets', name);
+    assets.set(`/console/assets/${name}`, await asset(path, await readFile(path), type, IMMUTABLE));
   }
   return assets;
 }
 
-function asset(body: Buffer, ext: string, cacheControl: string): ConsoleAsset {
+/** The file with its encodings: the build's (`.br`, `.gz` beside it) when they match, else made now. */
+async function asset(path: string, body: Buffer, ext: string, cacheControl: string): Promise<ConsoleAsset> {
+  const built = checkedEncodings(body, await readFile(`${path}.br`).catch(() => undefined), await readFile(`${path}.gz`).catch(() => undefined));
   return {
     type: TYPES[ext]!,
     etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`,
     cacheControl,
-    encodings: {
-      identity: body,
-      br: brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }),
-      gzip: gzipSync(body, { level: 9 }),
-    },
+    encodings: { identity: body, ...(built ?? compressConsoleFile(body)) },
   };
 }
 

@@ -13,7 +13,8 @@ import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
-import { startClusterSync } from './cluster-sync.js';
+import { engineOf } from '../../shared/database/location.js';
+import type { ClusterSync } from './cluster-sync.js';
 import { plantedLeak } from './test-leak.js';
 
 /** How often rollouts are checked: health counts, then steps that are due. */
@@ -44,7 +45,10 @@ await runActor(async (ctx) => {
     admin.reloadOne(key).catch((err) => ctx.log.warn({ err, artifact: key }, 'could not republish a watched binary; will try again on its next change'));
   }, ctx.log);
   // Cluster mode (database: postgres://…): the tracks live in the database (cluster-sync.ts).
-  const cluster = await startClusterSync(ctx, tracks, (keys) => admin.trackChangedElsewhere(keys), () => admin.sync());
+  // Loaded only then: it brings Kysely, which a single node's manifester never uses.
+  const cluster: ClusterSync | undefined = engineOf(config.database) === 'postgres'
+    ? await (await import('./cluster-sync.js')).startClusterSync(ctx, tracks, (keys): void => admin.trackChangedElsewhere(keys), (): Promise<void> => admin.sync())
+    : undefined;
   const admin = new TrackAdmin({
     config,
     log: ctx.log,

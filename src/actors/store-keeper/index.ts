@@ -3,7 +3,7 @@ import { collectMetrics, setLevel } from '../control.js';
 import { runActor } from '../runtime.js';
 import { createStoreMetrics } from './metrics.js';
 import { ContentStore } from './store.js';
-import { engineOf } from '../../shared/database/connect.js';
+import { engineOf } from '../../shared/database/location.js';
 import { ClusterFiles } from './cluster-files.js';
 
 await runActor(async (ctx) => {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterLocks, LOCK_SPACE } from '../../shared/database/cluster-lock.js';
-import { engineOf } from '../../shared/database/connect.js';
+import { engineOf } from '../../shared/database/location.js';
 import type { Logger } from '../../shared/logger.js';
 
 // Cluster mode: the retention sweep runs on one replica at a time. Each replica's timer fires

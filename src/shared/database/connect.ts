@@ -4,6 +4,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pg from 'pg';
 import { UpdaterError } from '../errors.js';
+import { engineOf, redactDatabaseUrl } from './location.js';
 import { migrateToLatest } from './migrations.js';
 import type { Database, Engine } from './schema.js';
 
@@ -26,6 +27,9 @@ export interface FleetDatabase {
  */
 export type Driver = { readonly engine: 'sqlite'; readonly file: BetterSqlite3.Database } | { readonly engine: 'postgres'; readonly pool: pg.Pool };
 
+// Kysely-free, for actors that only need to know the engine (location.ts).
+export { engineOf, redactDatabaseUrl };
+
 const drivers = new WeakMap<Kysely<Database>, Driver>();
 
 /** The driver of a database opened by openDatabase. */
@@ -33,15 +37,6 @@ export function driverOf(db: Kysely<Database>): Driver {
   const driver = drivers.get(db);
   if (!driver) throw new TypeError('not a database opened by openDatabase');
   return driver;
-}
-
-export function engineOf(location: string): Engine {
-  return /^postgres(ql)?:\/\//.test(location) ? 'postgres' : 'sqlite';
-}
-
-/** The URL with its password masked, for messages and logs. */
-export function redactDatabaseUrl(location: string): string {
-  return location.replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/, '$1***@');
 }
 
 /**

@@ -1,7 +1,9 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { join } from 'node:path';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import t from 'tap';
-import { chooseEncoding } from '../../../src/actors/http/console.js';
+import { chooseEncoding, CONSOLE_DIR, loadConsoleAssets } from '../../../src/actors/http/console.js';
 import { adminCall } from '../../helpers/admin.js';
 import { firmware, makeFixture } from '../../helpers/fixture.js';
 import { startTestServer } from '../../helpers/server.js';
@@ -102,4 +104,32 @@ t.test('Accept-Encoding picks brotli, then gzip, and honours q=0', async (t) => 
   t.equal(chooseEncoding('identity'), 'identity');
   t.equal(chooseEncoding(''), 'identity');
   t.equal(chooseEncoding('*;q=0, identity'), 'identity');
+});
+
+t.test('the encodings the build wrote are used when they match their file, made again when not', async (t) => {
+  const built = await loadConsoleAssets();
+  const page = built.get('/console/')!;
+  t.ok(page, 'npm run build wrote the console');
+  t.ok(page.encodings.br.equals(await readFile(join(CONSOLE_DIR, 'index.html.br'))), 'the page\'s brotli is the build\'s file');
+  t.ok(page.encodings.gzip.equals(await readFile(join(CONSOLE_DIR, 'index.html.gz'))), 'and its gzip');
+
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const dir = join(fixture.dir, 'console');
+  await mkdir(join(dir, 'assets'), { recursive: true });
+  const html = Buffer.from('<!doctype html><title>new page</title>');
+  await writeFile(join(dir, 'index.html'), html);
+  // Left from an earlier build: valid encodings, of other bytes.
+  await writeFile(join(dir, 'index.html.br'), brotliCompressSync(Buffer.from('<!doctype html><title>old page</title>')));
+  await writeFile(join(dir, 'index.html.gz'), gzipSync(Buffer.from('<!doctype html><title>old page</title>')));
+  const css = Buffer.from('body { color: black }');
+  await writeFile(join(dir, 'assets', 'main-X.css'), css);
+  await writeFile(join(dir, 'assets', 'main-X.css.br'), Buffer.from('not brotli at all'));
+  const assets = await loadConsoleAssets(dir);
+  t.same([...assets.keys()].sort(), ['/console/', '/console/assets/main-X.css'], 'the .br and .gz files are not served themselves');
+  for (const [path, body] of [['/console/', html], ['/console/assets/main-X.css', css]] as const) {
+    const { encodings } = assets.get(path)!;
+    t.ok(brotliDecompressSync(encodings.br).equals(body), `${path}: a stale or damaged brotli is made again from the file`);
+    t.ok(gunzipSync(encodings.gzip).equals(body), `${path}: and the gzip`);
+  }
 });
