@@ -106,6 +106,7 @@ await runActor(async (ctx) => {
       await inFlight.idle(DRAIN_REQUESTS_MS);
       server.close();
       await new Promise<void>((resolve) => socket.close(() => resolve()));
+      await transfers.files.closeAll();
       fleet.flush();
     },
   } satisfies ControlApi;
