@@ -132,6 +132,31 @@ function fleet0004(engine: Engine): Migration {
   };
 }
 
+/**
+ * The index on (artifact, version_hash, version) was a trap for the flush's touch on
+ * PostgreSQL: the touch joins devices on device_id, artifact, version_hash and version, and a
+ * planner without statistics for a table that grew since its last ANALYZE (the touch is a named
+ * statement, planned generically) took that index as selective, so every touched device read
+ * the whole range of its track and version: a flush of 5,000 devices ran for seconds, growing
+ * with the fleet, and the buffer dropped what came meanwhile. Its one reader since 0002 (the
+ * fleet summary now reads fleet_versions) was a device list filtered by version, which the
+ * replacement serves better: (artifact, version_hash, device_id) walks one version's devices
+ * in the list's order, and every index the touch can reach now ends in device_id, so any probe
+ * the planner picks finds one row.
+ */
+function fleet0005(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.dropIndex('devices_artifact_version').execute();
+      await db.schema.createIndex('devices_artifact_hash_id').on('devices').columns(['artifact', 'version_hash', 'device_id']).execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropIndex('devices_artifact_hash_id').execute();
+      await db.schema.createIndex('devices_artifact_version').on('devices').columns(['artifact', 'version_hash', 'version']).execute();
+    },
+  };
+}
+
 /** The migrations in order; names sort as numbers so Kysely applies them in this order. */
 export function migrations(engine: Engine): Record<string, Migration> {
   return {
@@ -139,6 +164,7 @@ export function migrations(engine: Engine): Record<string, Migration> {
     '0002_fleet_version_counts': fleet0002(),
     '0003_cluster_tracks': cluster0003(),
     '0004_fleet_touch_without_last_seen_index': fleet0004(engine),
+    '0005_fleet_version_index_by_device': fleet0005(),
   };
 }
 
