@@ -35,6 +35,9 @@ const LAST_REPORTS = `update devices as d set last_report_success = u.success, l
   from unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::bigint[]) as u(device_id, success, new_hash, reason, at)
   where d.device_id = u.device_id collate "C"`;
 
+/** The statements that reach devices (exported for the test that checks how each does). */
+export const POSTGRES_DEVICE_STATEMENTS = { touch: TOUCH, locate: LOCATE, last_reports: LAST_REPORTS } as const;
+
 const named = (name: string, text: string, values: unknown[]): pg.QueryConfig => ({ name: `fleet_${name}`, text, values: values.map(arrayParameter) });
 
 /** A JSON escape that a PostgreSQL array literal reads differently: a control character or a lone surrogate. */
@@ -85,9 +88,11 @@ export async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly Hea
   let failed: unknown;
   try {
     // Every statement of a flush reaches devices by key, a few thousand at a time: index
-    // lookups are the one right plan. Left to its statistics, the planner of a table that grew
-    // from empty since its last ANALYZE scanned the whole table once per unnested row (one
-    // 5,000-device touch ran for seconds, and the buffer filled behind it).
+    // lookups are the one right plan, and every index of devices they can use ends in
+    // device_id (migration 0005; test/shared/database/flush-plans.test.ts checks the plans).
+    // Left to its statistics, the planner of a table that grew from empty since its last
+    // ANALYZE chose scans per unnested row that read a whole table or a whole version's range
+    // (one 5,000-device touch ran for seconds, and the buffer filled behind it).
     await client.query('begin; set local enable_seqscan = off; set local enable_hashjoin = off; set local enable_mergejoin = off');
     const moves = new VersionMoves();
     for (let i = 0; i < heartbeats.length; i += CHUNK) {

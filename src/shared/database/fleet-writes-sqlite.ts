@@ -23,23 +23,30 @@ export function writeBatchSqlite(file: BetterSqlite3.Database, heartbeats: reado
   p.write(heartbeats, reports);
 }
 
-function prepare(file: BetterSqlite3.Database): Prepared {
-  const s = (text: string): Statement => file.prepare(text);
-  const touch = s(`update devices set last_seen = ?, hw_arch = ?, hw_os = ?, hw_free_ram = ?, hw_free_disk = ?, transport = ?
-    where device_id = ? and artifact = ? and version_hash = ? and version = ?`);
-  const locate = s('select artifact, version_hash from devices where device_id = ?');
-  const upsert = s(`insert into devices (device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, first_seen, last_seen)
+/** The flush's statements (exported for the test that checks how each reaches devices). */
+export const SQLITE_FLUSH_STATEMENTS = {
+  touch: `update devices set last_seen = ?, hw_arch = ?, hw_os = ?, hw_free_ram = ?, hw_free_disk = ?, transport = ?
+    where device_id = ? and artifact = ? and version_hash = ? and version = ?`,
+  locate: 'select artifact, version_hash from devices where device_id = ?',
+  upsert: `insert into devices (device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, first_seen, last_seen)
     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     on conflict (device_id) do update set artifact = excluded.artifact, version_hash = excluded.version_hash, version = excluded.version,
       hw_arch = excluded.hw_arch, hw_os = excluded.hw_os, hw_free_ram = excluded.hw_free_ram, hw_free_disk = excluded.hw_free_disk,
-      transport = excluded.transport, last_seen = excluded.last_seen`);
-  const gain = s(`insert into fleet_versions (artifact, version_hash, version, devices) values (?, ?, ?, ?)
-    on conflict (artifact, version_hash) do update set devices = fleet_versions.devices + excluded.devices, version = excluded.version`);
-  const lose = s('update fleet_versions set devices = devices + ? where artifact = ? and version_hash = ?');
-  const report = s(`insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at)
-    values (?, ?, ?, ?, ?, ?, ?)`);
-  const lastReport = s(`update devices set last_report_success = ?, last_report_new_hash = ?, last_report_reason = ?, last_report_at = ?
-    where device_id = ?`);
+      transport = excluded.transport, last_seen = excluded.last_seen`,
+  gain: `insert into fleet_versions (artifact, version_hash, version, devices) values (?, ?, ?, ?)
+    on conflict (artifact, version_hash) do update set devices = fleet_versions.devices + excluded.devices, version = excluded.version`,
+  lose: 'update fleet_versions set devices = devices + ? where artifact = ? and version_hash = ?',
+  report: `insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at)
+    values (?, ?, ?, ?, ?, ?, ?)`,
+  lastReport: `update devices set last_report_success = ?, last_report_new_hash = ?, last_report_reason = ?, last_report_at = ?
+    where device_id = ?`,
+} as const;
+
+function prepare(file: BetterSqlite3.Database): Prepared {
+  const s = (text: string): Statement => file.prepare(text);
+  const { touch, locate, upsert, gain, lose, report, lastReport } = Object.fromEntries(
+    Object.entries(SQLITE_FLUSH_STATEMENTS).map(([name, text]) => [name, s(text)]),
+  ) as Record<keyof typeof SQLITE_FLUSH_STATEMENTS, Statement>;
 
   const write = file.transaction((heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]) => {
     const moves = new VersionMoves();

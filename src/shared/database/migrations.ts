@@ -132,6 +132,52 @@ function fleet0004(engine: Engine): Migration {
   };
 }
 
+/**
+ * The index on (artifact, version_hash, version) was a trap for the flush's touch on
+ * PostgreSQL: the touch joins devices on device_id, artifact, version_hash and version, and a
+ * planner without statistics for a table that grew since its last ANALYZE (the touch is a named
+ * statement, planned generically) took that index as selective, so every touched device read
+ * the whole range of its track and version: a flush of 5,000 devices ran for seconds, growing
+ * with the fleet, and the buffer dropped what came meanwhile. Its one reader since 0002 (the
+ * fleet summary now reads fleet_versions) was a device list filtered by version, which the
+ * replacement serves better: (artifact, version_hash, device_id) walks one version's devices
+ * in the list's order, and every index the touch can reach now ends in device_id, so any probe
+ * the planner picks finds one row.
+ */
+function fleet0005(): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.dropIndex('devices_artifact_version').execute();
+      await db.schema.createIndex('devices_artifact_hash_id').on('devices').columns(['artifact', 'version_hash', 'device_id']).execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropIndex('devices_artifact_hash_id').execute();
+      await db.schema.createIndex('devices_artifact_version').on('devices').columns(['artifact', 'version_hash', 'version']).execute();
+    },
+  };
+}
+
+/**
+ * Half of each PostgreSQL page left free instead of a fifth. With a fifth free, a page whose
+ * devices checked in several times between two prunes ran out of room, and the new row
+ * version went to another page: an entry in every index and four WAL records instead of one.
+ * Measured on the fleet bench's flush (100,000 devices, 18,000 touched a second): 55 % of the
+ * touches were HOT at 80, 91 % at 60, all at 50, where a touch cost half the backend's CPU
+ * (12.5 µs → 6 µs) and a third of the WAL (358 → 90 bytes), and the table, no longer bloated by
+ * row versions on other pages, stayed smaller than at 80 (37 MB against 70 MB). Pages written
+ * before stay as they were until rewritten (VACUUM FULL devices).
+ */
+function fleet0006(engine: Engine): Migration {
+  return {
+    async up(db: Kysely<unknown>) {
+      if (engine === 'postgres') await sql`alter table devices set (fillfactor = 50)`.execute(db);
+    },
+    async down(db: Kysely<unknown>) {
+      if (engine === 'postgres') await sql`alter table devices set (fillfactor = 80)`.execute(db);
+    },
+  };
+}
+
 /** The migrations in order; names sort as numbers so Kysely applies them in this order. */
 export function migrations(engine: Engine): Record<string, Migration> {
   return {
@@ -139,6 +185,8 @@ export function migrations(engine: Engine): Record<string, Migration> {
     '0002_fleet_version_counts': fleet0002(),
     '0003_cluster_tracks': cluster0003(),
     '0004_fleet_touch_without_last_seen_index': fleet0004(engine),
+    '0005_fleet_version_index_by_device': fleet0005(),
+    '0006_fleet_half_free_pages': fleet0006(engine),
   };
 }
 

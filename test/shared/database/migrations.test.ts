@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Migrator, sql } from 'kysely';
+import { Migrator, sql, type Kysely } from 'kysely';
 import t, { type Test } from 'tap';
 import { engineOf, openDatabase, redactDatabaseUrl } from '../../../src/shared/database/connect.js';
 import { migrateToLatest, migrations } from '../../../src/shared/database/migrations.js';
-import type { Engine } from '../../../src/shared/database/schema.js';
+import type { Database, Engine } from '../../../src/shared/database/schema.js';
 import { createTestDatabase, ENGINES } from '../../helpers/databases.js';
 
 /** An empty database of the engine, dropped with its directory when `t` ends. */
@@ -44,31 +44,35 @@ for (const engine of ENGINES) {
     t.notOk((await migrator.migrateTo('0001_fleet_inventory')).error, 'back to the first schema');
     const row = (id: string, hash: string) => ({ device_id: id, artifact: 'app', version_hash: hash, version: '1', hw_arch: '', hw_os: '', hw_free_ram: 0, hw_free_disk: 0, transport: 'http', first_seen: 1, last_seen: 1 });
     await db.insertInto('devices').values([row('a', 'h1'), row('b', 'h1'), row('c', 'h2')]).execute();
-    t.same(await migrateToLatest(db as never, engine), ['0002_fleet_version_counts', '0003_cluster_tracks', '0004_fleet_touch_without_last_seen_index']);
+    t.same(await migrateToLatest(db as never, engine), ['0002_fleet_version_counts', '0003_cluster_tracks', '0004_fleet_touch_without_last_seen_index', '0005_fleet_version_index_by_device', '0006_fleet_half_free_pages']);
     const counts = await db.selectFrom('fleet_versions').select(['version_hash', 'devices']).orderBy('version_hash').execute();
     t.same(counts.map((c) => [c.version_hash, Number(c.devices)]), [['h1', 2], ['h2', 1]]);
     await close();
   });
 }
 
+/** The secondary indexes of devices, by name. */
+async function deviceIndexes(db: Kysely<Database>, engine: Engine): Promise<string[]> {
+  const rows = engine === 'sqlite'
+    ? await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'devices' and name not like 'sqlite_%'`.execute(db)
+    : await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'devices' and indexname <> 'devices_pkey'`.execute(db);
+  return rows.rows.map((r) => r.name).sort();
+}
+
 for (const engine of ENGINES) {
-  t.test(`${engine}: 0004 drops the last_seen index, and down brings it back`, async (t) => {
+  t.test(`${engine}: 0004 drops the last_seen index, 0005 trades the version index for one ending in device_id, 0006 frees half of each page, and down brings each back`, async (t) => {
     const target = await freshDatabase(t, engine);
     const { db, close } = await openDatabase(target.location);
-    const indexes = async () => {
-      const rows = engine === 'sqlite'
-        ? await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'devices' and name not like 'sqlite_%'`.execute(db)
-        : await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'devices' and indexname <> 'devices_pkey'`.execute(db);
-      return rows.rows.map((r) => r.name).sort();
-    };
-    t.same(await indexes(), ['devices_artifact_id', 'devices_artifact_version']);
-    if (engine === 'postgres') {
-      const options = await sql<{ reloptions: string[] | null }>`select reloptions from pg_class where relname = 'devices'`.execute(db);
-      t.same(options.rows[0]!.reloptions, ['fillfactor=80'], 'room for HOT updates');
-    }
+    t.same(await deviceIndexes(db, engine), ['devices_artifact_hash_id', 'devices_artifact_id']);
+    const reloptions = async () => (await sql<{ reloptions: string[] | null }>`select reloptions from pg_class where relname = 'devices'`.execute(db)).rows[0]!.reloptions;
+    if (engine === 'postgres') t.same(await reloptions(), ['fillfactor=50'], 'room for HOT updates');
     const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(engine) } });
+    t.notOk((await migrator.migrateTo('0005_fleet_version_index_by_device')).error);
+    if (engine === 'postgres') t.same(await reloptions(), ['fillfactor=80'], '0006 down: the fillfactor of 0004');
+    t.notOk((await migrator.migrateTo('0004_fleet_touch_without_last_seen_index')).error);
+    t.same(await deviceIndexes(db, engine), ['devices_artifact_id', 'devices_artifact_version']);
     t.notOk((await migrator.migrateTo('0003_cluster_tracks')).error);
-    t.same(await indexes(), ['devices_artifact_id', 'devices_artifact_version', 'devices_last_seen']);
+    t.same(await deviceIndexes(db, engine), ['devices_artifact_id', 'devices_artifact_version', 'devices_last_seen']);
     await close();
   });
 }
