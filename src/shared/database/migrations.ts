@@ -148,7 +148,9 @@ function fleet0005(): Migration {
   return {
     async up(db: Kysely<unknown>) {
       await db.schema.dropIndex('devices_artifact_version').execute();
-      await db.schema.createIndex('devices_artifact_hash_id').on('devices').columns(['artifact', 'version_hash', 'device_id']).execute();
+      // IF NOT EXISTS: an operator upgrading a large PostgreSQL database may have built it
+      // beforehand with CREATE INDEX CONCURRENTLY, so writes never wait for it (docs/fleet.md).
+      await db.schema.createIndex('devices_artifact_hash_id').ifNotExists().on('devices').columns(['artifact', 'version_hash', 'device_id']).execute();
     },
     async down(db: Kysely<unknown>) {
       await db.schema.dropIndex('devices_artifact_hash_id').execute();
