@@ -31,6 +31,8 @@ const DIFF_THREAD_BASELINE_MB = 48;
 /** bsdiff-node's peak per generation (docs/memory.md). */
 const BSDIFF_NODE_FACTOR = 21;
 export const LATENCY_GOAL_P99_MS = 20;
+/** As deploy/updater.service sets them: the main thread's young generation capped (docs/memory.md). */
+const MAIN_THREAD_NODE_OPTIONS = '--max-semi-space-size=4';
 /**
  * Versions published during the run go out as staged rollouts that advance on a timer while
  * the failing share of the fleet reports failures (issue 11's soak): cohorts, stable targets
@@ -144,7 +146,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   // grown and kept by whichever of the server's ~20 threads allocated in it) hold native
   // memory that no heap accounts for (docs/memory.md, "Native memory").
   const arenas = o.mallocArenaMax > 0 ? { MALLOC_ARENA_MAX: String(o.mallocArenaMax) } : {};
-  const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, ...process.env, ...o.serverEnv });
+  // The unit's cap on the main thread's young generation, too (docs/memory.md).
+  const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, NODE_OPTIONS: MAIN_THREAD_NODE_OPTIONS, ...process.env, ...o.serverEnv });
   let publisher: NodeJS.Timeout | undefined;
   let sampler: NodeJS.Timeout | undefined;
   try {
