@@ -22,7 +22,9 @@ export function compressConsoleFile(body: Buffer): Encodings {
 export function checkedEncodings(body: Buffer, br: Buffer | undefined, gzip: Buffer | undefined): Encodings | undefined {
   if (!br || !gzip) return undefined;
   try {
-    return brotliDecompressSync(br).equals(body) && gunzipSync(gzip).equals(body) ? { br, gzip } : undefined;
+    // A file from disk: never inflate more than one byte past what it must equal.
+    const limit = { maxOutputLength: body.length + 1 };
+    return brotliDecompressSync(br, limit).equals(body) && gunzipSync(gzip, limit).equals(body) ? { br, gzip } : undefined;
   } catch {
     return undefined;
   }
