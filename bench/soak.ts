@@ -10,7 +10,7 @@ import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
 import { DEAD_BUFFER_BYTES } from '../src/shared/buffer-collector.js';
 import { SQLITE_PAGE_CACHE_KIB } from '../src/shared/database/connect.js';
-import { bucketPercentiles, procMemory, rolloutStates, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
+import { bucketPercentiles, liveReading, procMemory, rolloutStates, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
 import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdict } from './soak/verdict.js';
 
@@ -92,9 +92,10 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
       : { tracks: 50, versions: 6, binaryBytes: 320 * 1024, targetCacheMb: 8, hotCacheMb: 8, manifestCacheSize: 200, coapDedupBytes: 256 * 1024, deltaConcurrency: 2, fleetBufferMb: 4 },
     // A 10-minute window sees a leak of 1 MB/min. A one-minute window right after the fill
     // sees the native allocator still growing toward its working set (measured 12 MB/min on a
-    // loaded machine with every actor heap flat), and an isolate's old generation collecting
-    // rarely (a healthy coap heap's floor moved 4-5 MB/min over 45 s): there only a fast leak
-    // shows, such as the test's planted one (46 MB/min).
+    // loaded machine with every actor heap flat), and code still being compiled into the actors'
+    // heaps: there only a fast leak shows, such as the test's planted one (46 MB/min). Actor
+    // heaps are judged by what they hold alive after a full collection at the window's start
+    // and end (POST /admin/memory), external memory by its floor.
     limits: quick ? { rssFloorMbPerMin: 16, actorHeapMbPerMin: 12 } : { rssFloorMbPerMin: 1, actorHeapMbPerMin: 0.5 },
     log: (line) => console.log(`  ${line}`),
   };
@@ -209,11 +210,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     o.log(`fill ${readings.every((r) => r.filled) ? 'complete' : 'INCOMPLETE'} after ${fillSeconds.toFixed(0)} s: ${readings.map((r) => `${r.budget} ${r.peak}/${r.limit}`).join(', ')}`);
     for (const child of children) child.send({ type: 'filled' });
     const plateauStart = samples.length;
+    const liveStart = await liveReading(server.url, server.token, at());
     const procStart = await procMemory(server.process.pid);
     const loadPids = children.map((c) => c.pid);
     const cpuStart = await cpuSnapshot([server.process.pid, ...loadPids]);
     await Promise.race([failed, waitUntil(() => reports.plateau.length === o.loadProcesses)]);
     const plateauSamples = samples.slice(plateauStart);
+    const liveEnd = await liveReading(server.url, server.token, at());
     const procEnd = await procMemory(server.process.pid);
     const cpuEnd = await cpuSnapshot([server.process.pid, ...loadPids]);
     const harnessCores = reports.plateau.reduce((n, r) => n + r.harness.cpu_cores, 0);
@@ -226,7 +229,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const last = plateauSamples[plateauSamples.length - 1];
     const serverLatency: Record<string, BucketSummary> = {};
     if (last) for (const t of ['http', 'coap'] as const) serverLatency[`${t}_heartbeat`] = bucketPercentiles(first?.serverHeartbeat[t], last.serverHeartbeat[t]);
-    const plateau = judgePlateau(plateauSamples, { boundBytes, rssFloorBytesPerMinute: o.limits.rssFloorMbPerMin * MB, actorHeapBytesPerMinute: o.limits.actorHeapMbPerMin * MB });
+    const plateau = judgePlateau(plateauSamples, { boundBytes, rssFloorBytesPerMinute: o.limits.rssFloorMbPerMin * MB, actorHeapBytesPerMinute: o.limits.actorHeapMbPerMin * MB }, { start: liveStart, end: liveEnd });
     const load = summarizeLoad(reports.plateau);
     const reasons = [...plateau.reasons];
     for (const r of readings) if (!r.filled) reasons.push(`budget ${r.budget} was not filled (${r.gauge} peaked at ${r.peak} of ${r.limit})`);
@@ -262,7 +265,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
   const o = soakOptions(process.argv.includes('--quick'));
   const r = await runSoak(o);
   const actorRows = r.plateau.actors.map((a) => ({
-    actor: a.actor, used_mb: `${mbText(a.start.used)} → ${mbText(a.end.used)}`, external_mb: `${mbText(a.start.external)} → ${mbText(a.end.external)}`, array_buffers_mb: `${mbText(a.start.array_buffers)} → ${mbText(a.end.array_buffers)}`,
+    actor: a.actor, live_mb: `${mbText(a.live_start)} → ${mbText(a.live_end)}`, live_mb_per_min: Number(a.live_mb_per_min.toFixed(3)), used_mb: `${mbText(a.start.used)} → ${mbText(a.end.used)}`, external_mb: `${mbText(a.start.external)} → ${mbText(a.end.external)}`, array_buffers_mb: `${mbText(a.start.array_buffers)} → ${mbText(a.end.array_buffers)}`,
     used_floor_mb_per_min: Number(a.used_mb_per_min.toFixed(3)), external_floor_mb_per_min: Number(a.external_mb_per_min.toFixed(3)), blocked_share: a.blocked_share, busy_share: a.busy_share,
   }));
   return {

@@ -136,6 +136,24 @@ export async function rolloutStates(baseUrl: string): Promise<Record<string, num
   }
 }
 
+/** What each thread holds alive, from POST /admin/memory (each runs a full collection first). */
+export interface LiveReading {
+  /** Seconds since the soak started. */
+  readonly at: number;
+  readonly threads: Readonly<Record<string, { readonly heap_used: number; readonly external: number }>>;
+}
+
+export async function liveReading(baseUrl: string, token: string, at: number): Promise<LiveReading | undefined> {
+  try {
+    const response = await fetch(`${baseUrl}/admin/memory`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(30_000) });
+    if (!response.ok) return undefined;
+    const body = (await response.json()) as { threads: LiveReading['threads'] };
+    return { at, threads: body.threads };
+  } catch {
+    return undefined;
+  }
+}
+
 /** The server process's memory by kind from /proc (Linux): anonymous, file-backed, shared. */
 export async function procMemory(pid: number | undefined): Promise<Record<string, number> | undefined> {
   if (pid === undefined) return undefined;

@@ -1,9 +1,13 @@
 import { rssFloorGrowthPerMinute, type RssSample } from '../../agent/load/rss.js';
-import type { HeapFigures, Scrape } from './scrape.js';
+import type { HeapFigures, LiveReading, Scrape } from './scrape.js';
 
 // The soak's judgements, pure: did every budget fill, and is the plateau flat? A plateau is
-// flat when RSS stays under the documented bound and neither its floor nor any actor's heap
-// floor rises; the actor whose heap rose is named, so a leak is found rather than averaged.
+// flat when RSS stays under the documented bound, its floor does not rise, and no actor holds
+// more alive at the end than at the start; the actor that grew is named, so a leak is found
+// rather than averaged. What an actor holds alive is read after a full collection in each
+// thread (POST /admin/memory) at the plateau's start and end: the floor of its scraped heap
+// `used` still counts garbage, and a quiet thread may not run a full collection for the whole
+// window (the manifester's floor rose 0.6 MB/min while its live heap rose 0.1 MB in 4 min).
 
 const MB = 1024 * 1024;
 
@@ -47,7 +51,7 @@ export interface PlateauLimits {
   readonly boundBytes: number;
   /** Allowed rise of the RSS floor, bytes per minute. */
   readonly rssFloorBytesPerMinute: number;
-  /** Allowed rise of one actor's heap floor (used, or external), bytes per minute. */
+  /** Allowed rise of one actor's live heap, or of its external floor, bytes per minute. */
   readonly actorHeapBytesPerMinute: number;
 }
 
@@ -55,7 +59,11 @@ export interface ActorGrowth {
   readonly actor: string;
   readonly start: HeapFigures;
   readonly end: HeapFigures;
-  /** Floor growth over the plateau, MB per minute. */
+  /** Heap used after a full collection at the plateau's start and end (bytes), and its growth in MB per minute. */
+  readonly live_start: number;
+  readonly live_end: number;
+  readonly live_mb_per_min: number;
+  /** Floor growth of the scraped figures over the plateau, MB per minute (`used` counts garbage too: reported, not judged). */
   readonly used_mb_per_min: number;
   readonly external_mb_per_min: number;
   /** Share of the plateau's wall time the actor's event loop was blocked. */
@@ -77,7 +85,13 @@ export interface PlateauVerdict {
   readonly reasons: readonly string[];
 }
 
-export function judgePlateau(samples: readonly Scrape[], limits: PlateauLimits): PlateauVerdict {
+/** The threads' live memory at the plateau's start and end; undefined where the server did not answer. */
+export interface LiveReadings {
+  readonly start: LiveReading | undefined;
+  readonly end: LiveReading | undefined;
+}
+
+export function judgePlateau(samples: readonly Scrape[], limits: PlateauLimits, live: LiveReadings): PlateauVerdict {
   const reasons: string[] = [];
   const first = samples[0];
   const last = samples[samples.length - 1];
@@ -95,15 +109,22 @@ export function judgePlateau(samples: readonly Scrape[], limits: PlateauLimits):
   const peakBytes = Math.max(...rss.map((s) => s.bytes));
   const rssGrowth = rssFloorGrowthPerMinute(rss);
   const seconds = last.at - first.at;
+  const liveMinutes = live.start && live.end ? (live.end.at - live.start.at) / 60 : 0;
+  if (liveMinutes <= 0) reasons.push('the threads\' live memory could not be read at the plateau\'s start and end (POST /admin/memory)');
   const actors = Object.keys(last.heap).filter((a) => first.heap[a]).map((actor): ActorGrowth => {
     const share = (counter: Record<string, number>, firstCounter: Record<string, number>) => {
       const d = (counter[actor] ?? 0) - (firstCounter[actor] ?? 0);
       return seconds > 0 && d >= 0 ? Number((d / seconds).toFixed(4)) : 0;
     };
+    const liveStart = live.start?.threads[actor]?.heap_used ?? 0;
+    const liveEnd = live.end?.threads[actor]?.heap_used ?? 0;
     return {
       actor,
       start: first.heap[actor]!,
       end: last.heap[actor]!,
+      live_start: liveStart,
+      live_end: liveEnd,
+      live_mb_per_min: liveMinutes > 0 && liveStart > 0 && liveEnd > 0 ? (liveEnd - liveStart) / MB / liveMinutes : 0,
       used_mb_per_min: rssFloorGrowthPerMinute(series((s) => s.heap[actor]?.used)) / MB,
       external_mb_per_min: rssFloorGrowthPerMinute(series((s) => s.heap[actor]?.external)) / MB,
       blocked_share: share(last.blockedSeconds, first.blockedSeconds),
@@ -112,14 +133,14 @@ export function judgePlateau(samples: readonly Scrape[], limits: PlateauLimits):
   });
   const limitMb = limits.actorHeapBytesPerMinute / MB;
   const grown = actors
-    .filter((a) => a.used_mb_per_min > limitMb || a.external_mb_per_min > limitMb)
-    .sort((x, y) => Math.max(y.used_mb_per_min, y.external_mb_per_min) - Math.max(x.used_mb_per_min, x.external_mb_per_min))
+    .filter((a) => a.live_mb_per_min > limitMb || a.external_mb_per_min > limitMb)
+    .sort((x, y) => Math.max(y.live_mb_per_min, y.external_mb_per_min) - Math.max(x.live_mb_per_min, x.external_mb_per_min))
     .map((a) => a.actor);
   if (peakBytes > limits.boundBytes) reasons.push(`peak RSS ${mbText(peakBytes)} MB is over the documented bound of ${mbText(limits.boundBytes)} MB`);
   if (rssGrowth > limits.rssFloorBytesPerMinute) reasons.push(`the RSS floor rose ${mbText(rssGrowth)} MB/min over the plateau (limit ${mbText(limits.rssFloorBytesPerMinute)})`);
   for (const actor of grown) {
     const a = actors.find((x) => x.actor === actor)!;
-    reasons.push(`actor ${actor} grew: heap used floor ${a.used_mb_per_min.toFixed(2)} MB/min, external ${a.external_mb_per_min.toFixed(2)} MB/min (limit ${limitMb.toFixed(2)}); used ${mbText(a.start.used)} → ${mbText(a.end.used)} MB`);
+    reasons.push(`actor ${actor} grew: live heap ${mbText(a.live_start)} → ${mbText(a.live_end)} MB (${a.live_mb_per_min.toFixed(2)} MB/min), external floor ${a.external_mb_per_min.toFixed(2)} MB/min (limit ${limitMb.toFixed(2)})`);
   }
   return {
     ok: reasons.length === 0,

@@ -39,11 +39,24 @@ export type ActorToSupervisor =
   | { type: 'ready' }
   | { type: 'fatal'; error: SerializedError };
 
+/**
+ * One thread's memory right after a full collection: what it holds alive, garbage excluded
+ * (POST /admin/memory, docs/memory.md). Bytes.
+ */
+export interface ThreadMemory {
+  readonly heap_used: number;
+  readonly heap_total: number;
+  readonly external: number;
+  readonly array_buffers: number;
+}
+
 /** Every actor answers these, besides its own API. */
 export interface ControlApi {
   /** prom-client's JSON form of this actor's registry, merged by the supervisor. */
   metrics(): Promise<unknown[]>;
   setLogLevel(level: LogLevel): void;
+  /** Runs a full collection in this thread, then reads its memory. */
+  memory(): Promise<ThreadMemory>;
   /** Stop taking new work, finish what is under way, release resources. */
   drain(): Promise<void>;
 }
@@ -51,6 +64,8 @@ export interface ControlApi {
 export const CONTROL_DEADLINES_MS = {
   metrics: 2_000,
   setLogLevel: 2_000,
+  /** A full collection of one of our heaps takes milliseconds; the thread may be busy. */
+  memory: 5_000,
   /** Drain in reverse order: stop taking requests first, then let work under way finish. */
   drain: 20_000,
 } as const satisfies Deadlines<ControlApi>;

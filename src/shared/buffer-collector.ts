@@ -24,7 +24,7 @@ const MIN_INTERVAL_MS = 5_000;
 let collect: (() => void) | undefined;
 
 /** V8's full collection, exposed for this thread (flags are process-wide; the function is per isolate). */
-function fullCollection(): () => void {
+export function fullCollection(): () => void {
   if (!collect) {
     setFlagsFromString('--expose-gc');
     collect = runInNewContext('gc') as () => void;

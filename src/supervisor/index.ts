@@ -1,9 +1,10 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { ActorName, ActorWorkerData, PeerName } from '../messages/lifecycle.js';
-import type { SupervisorApi } from '../messages/supervisor.js';
+import type { ServerMemory, SupervisorApi } from '../messages/supervisor.js';
 import type { Config } from '../shared/config/types.js';
 import { UpdaterError } from '../shared/errors.js';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../shared/logger.js';
+import { liveMemory } from '../shared/live-memory.js';
 import { exposeOn } from '../shared/rpc.js';
 import { ActorHost } from './actor-host.js';
 import { SupervisorMetrics } from './metrics.js';
@@ -175,6 +176,16 @@ export class Supervisor {
         const applied = running.filter((_, i) => results[i]!.status === 'fulfilled').map((h) => h.name);
         this.log.info({ level, applied }, 'log level changed');
         return { level, applied: ['supervisor' as const, ...applied] };
+      },
+      memory: async () => {
+        const running = [...this.hosts.values()].filter((h) => h.ready && h.control);
+        const results = await Promise.allSettled(running.map((h) => h.control!.memory()));
+        const threads: ServerMemory['threads'] = { supervisor: liveMemory() };
+        running.forEach((h, i) => {
+          const r = results[i]!;
+          if (r.status === 'fulfilled') threads[h.name] = r.value;
+        });
+        return { rss: process.memoryUsage.rss(), threads };
       },
     };
   }

@@ -16,9 +16,14 @@ function plateau(seconds: number, leakPerSecond: number, rssLeakPerSecond = 0): 
   }));
 }
 const limits = { boundBytes: 300 * MB, rssFloorBytesPerMinute: MB, actorHeapBytesPerMinute: 0.5 * MB };
+/** Live heaps after full collections at 100 s and 219 s: the manifester's grown by `manifesterGrowth`. */
+const live = (manifesterGrowth = 0) => ({
+  start: { at: 100, threads: { http: { heap_used: 11 * MB, external: 3 * MB }, manifester: { heap_used: 9 * MB, external: 3 * MB } } },
+  end: { at: 219, threads: { http: { heap_used: 11 * MB, external: 3 * MB }, manifester: { heap_used: 9 * MB + manifesterGrowth, external: 3 * MB } } },
+});
 
 t.test('a flat plateau passes; its blocked and busy shares are read per actor', async (t) => {
-  const v = judgePlateau(plateau(120, 0), limits);
+  const v = judgePlateau(plateau(120, 0), limits, live());
   t.same(v.reasons, []);
   t.ok(v.ok);
   const http = v.actors.find((a) => a.actor === 'http')!;
@@ -27,17 +32,31 @@ t.test('a flat plateau passes; its blocked and busy shares are read per actor', 
 });
 
 t.test('a leaking actor is named even when RSS hides it', async (t) => {
-  const v = judgePlateau(plateau(120, 0.05 * MB), limits);
+  const v = judgePlateau(plateau(120, 0), limits, live(2 * MB));
   t.notOk(v.ok);
   t.same(v.grown, ['manifester']);
-  t.match(v.reasons.join(), /actor manifester grew/);
+  t.match(v.reasons.join(), /actor manifester grew: live heap 9.0 → 11.0 MB \(1.01 MB\/min\)/);
+});
+
+t.test('garbage is not a leak: a rising heap floor with a flat live heap passes', async (t) => {
+  const v = judgePlateau(plateau(120, 0.05 * MB), limits, live());
+  t.same(v.reasons, []);
+  const manifester = v.actors.find((a) => a.actor === 'manifester')!;
+  t.ok(manifester.used_mb_per_min > 1, `the floor of heap used rose ${manifester.used_mb_per_min.toFixed(2)} MB/min, reported`);
+  t.equal(manifester.live_mb_per_min, 0);
+});
+
+t.test('a plateau whose live memory could not be read does not pass', async (t) => {
+  const v = judgePlateau(plateau(120, 0), limits, { start: undefined, end: live().end });
+  t.notOk(v.ok);
+  t.match(v.reasons.join(), /could not be read/);
 });
 
 t.test('a rising RSS floor and a peak over the bound fail', async (t) => {
-  const v = judgePlateau(plateau(120, 0, 0.5 * MB), limits);
+  const v = judgePlateau(plateau(120, 0, 0.5 * MB), limits, live());
   t.match(v.reasons.join('\n'), /RSS floor rose/);
   t.match(v.reasons.join('\n'), /over the documented bound/);
-  t.notOk(judgePlateau(plateau(5, 0), limits).ok, 'too few samples cannot pass');
+  t.notOk(judgePlateau(plateau(5, 0), limits, live()).ok, 'too few samples cannot pass');
 });
 
 t.test('a budget counts as filled when its gauge reached it, within one entry for byte caches', async (t) => {

@@ -104,6 +104,18 @@ t.test('the admin API manages tracks through their whole lifecycle', async (t) =
     t.type(gc.json.bytes_freed, 'number');
   });
 
+  t.test('POST /admin/memory answers every thread\'s live memory', async (t) => {
+    const memory = await adminCall(server.url, 'POST', '/admin/memory');
+    t.equal(memory.status, 200);
+    t.same(Object.keys(memory.json.threads).sort(), ['fleet', 'http', 'manifester', 'store-keeper', 'supervisor', 'sweeper']);
+    for (const [thread, m] of Object.entries(memory.json.threads as Record<string, Record<string, number>>)) {
+      t.ok(m.heap_used! > 1024 * 1024 && m.heap_used! <= m.heap_total!, `${thread}: heap used ${m.heap_used} of ${m.heap_total}`);
+      t.ok(m.external! > 0 && m.array_buffers! >= 0, `${thread}: external and array buffers are figures`);
+    }
+    t.ok(memory.json.rss > 10 * 1024 * 1024, 'the process RSS');
+    t.equal((await adminCall(server.url, 'GET', '/admin/memory')).status, 405, 'only POST');
+  });
+
   t.test('POST /admin/loglevel applies to the supervisor and every actor', async (t) => {
     const ok = await adminCall(server.url, 'POST', '/admin/loglevel', { level: 'error' });
     t.equal(ok.status, 200);

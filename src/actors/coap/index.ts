@@ -5,6 +5,7 @@ import { generate } from 'coap-packet';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
+import { liveMemory } from '../../shared/live-memory.js';
 import { runActor } from '../runtime.js';
 import { TransferLocator } from '../transfer-locator.js';
 import { AddressProof } from './amplification.js';
@@ -101,6 +102,7 @@ await runActor(async (ctx) => {
   return {
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
+    memory: async () => liveMemory(),
     async drain() {
       draining = true;
       await inFlight.idle(DRAIN_REQUESTS_MS);

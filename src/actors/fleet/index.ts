@@ -2,6 +2,7 @@ import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
 import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
+import { liveMemory } from '../../shared/live-memory.js';
 import { unpackHeartbeats } from '../fleet-feed.js';
 import { runActor } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
@@ -159,6 +160,7 @@ await runActor(async (ctx) => {
     flush,
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
+    memory: async () => liveMemory(),
     async drain() {
       stopped = true;
       for (const t of timers) clearTimeout(t);

@@ -124,6 +124,13 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
     sendJson(ex, 200, await ctx.call('sweeper', (s) => s.sweep()));
   });
 
+  // Live memory per thread: each runs a full collection first, so garbage waiting for one does
+  // not read as a leak (docs/memory.md). The collections pause each thread for milliseconds.
+  route('post', '/admin/memory', 'admin_memory', async (ex, body) => {
+    await body; // ignored, read and capped like /admin/gc's
+    sendJson(ex, 200, await ctx.call('supervisor', (s) => s.memory()));
+  });
+
   route('post', '/admin/loglevel', 'admin_loglevel', async (ex, body) => {
     const level = parseLogLevelBody(await body!);
     sendJson(ex, 200, await ctx.call('supervisor', (s) => s.setLogLevel(level)));
@@ -136,7 +143,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
     throw methodNotAllowed(['GET', 'POST', 'DELETE']);
   });
   const methodsOf = [
-    [['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/loglevel'], ['POST']],
+    [['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/memory', '/admin/loglevel'], ['POST']],
     [['/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports'], ['GET']],
   ] as const;
   for (const [paths, allow] of methodsOf) {

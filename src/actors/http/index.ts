@@ -2,6 +2,7 @@ import uWS from 'uWebSockets.js';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
+import { liveMemory } from '../../shared/live-memory.js';
 import { fleetFeedFor } from '../fleet-feed.js';
 import { runActor } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
@@ -52,6 +53,7 @@ await runActor(async (ctx) => {
   return {
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
+    memory: async () => liveMemory(),
     async drain() {
       draining = true;
       for (const socket of sockets) uWS.us_listen_socket_close(socket);

@@ -3,6 +3,7 @@ import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
 import { readPrivateKeyFile } from '../../shared/signing.js';
 import { collectMetrics, setLevel } from '../control.js';
+import { liveMemory } from '../../shared/live-memory.js';
 import { runActor } from '../runtime.js';
 import { BinaryWatcher } from './file-watch.js';
 import { GenerationRequests } from './generation-requests.js';
@@ -101,6 +102,7 @@ await runActor(async (ctx) => {
     rolloutOf: async (artifact) => rollouts.view(artifact),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
+    memory: async () => liveMemory(),
     drain: async () => {
       await rollouts.stop();
       await watcher.close();

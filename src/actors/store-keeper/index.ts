@@ -1,5 +1,6 @@
 import type { StoreKeeperApi } from '../../messages/store.js';
 import { collectMetrics, setLevel } from '../control.js';
+import { liveMemory } from '../../shared/live-memory.js';
 import { runActor } from '../runtime.js';
 import { createStoreMetrics } from './metrics.js';
 import { ContentStore } from './store.js';
@@ -36,6 +37,7 @@ await runActor(async (ctx) => {
     remove: (request) => store.remove(request),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
+    memory: async () => liveMemory(),
     drain: () => store.drain(),
   } satisfies StoreKeeperApi;
 });

@@ -1,5 +1,6 @@
 import type { SweeperApi, SweepResult } from '../../messages/sweeper.js';
 import { collectMetrics, setLevel } from '../control.js';
+import { liveMemory } from '../../shared/live-memory.js';
 import { runActor } from '../runtime.js';
 import { createSweeperMetrics } from './metrics.js';
 import { planSweep } from './policy.js';
@@ -61,6 +62,7 @@ await runActor(async (ctx) => {
     sweep: () => sweep('admin'),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
+    memory: async () => liveMemory(),
     async drain() {
       clearTimeout(timer);
       await running?.catch(() => undefined);
