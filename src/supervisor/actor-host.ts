@@ -50,7 +50,8 @@ export class ActorHost {
   stopping = false;
   private preloaded: Preloaded | undefined;
 
-  constructor(readonly name: ActorName, private readonly onExit: (host: ActorHost, code: number) => void) {}
+  /** `execArgv`: the thread's Node options, when not the process's own (ServerOptions.actorExecArgv). */
+  constructor(readonly name: ActorName, private readonly onExit: (host: ActorHost, code: number) => void, private readonly execArgv?: readonly string[]) {}
 
   /**
    * Creates the worker so that it loads its modules while earlier actors start; `start` then
@@ -59,7 +60,7 @@ export class ActorHost {
   preload(): void {
     if (this.preloaded) return;
     const data: ActorPreloadData = { actor: this.name };
-    const worker = new Worker(actorFile(this.name), { workerData: data, resourceLimits: ACTOR_HEAP_LIMITS });
+    const worker = new Worker(actorFile(this.name), { workerData: data, resourceLimits: ACTOR_HEAP_LIMITS, ...(this.execArgv ? { execArgv: [...this.execArgv] } : {}) });
     const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
     // A module that fails to load ends the worker before its start: start() reports this error.
     const preloaded: Preloaded = { worker, exited, onError: (err) => (preloaded.loadError ??= err) };

@@ -56,6 +56,12 @@ export interface ServerOptions {
   restartPolicy?: RestartPolicy;
   /** Called when an actor keeps crashing and the supervisor gives up. */
   onFatal?: (err: UpdaterError) => void;
+  /**
+   * Node options of the actor threads; by default Node's: the process's own. An embedding
+   * process whose own loaders the actors do not need leaves them out here (each thread would
+   * run them again: a test runner's loader hooks tripled a server's start).
+   */
+  actorExecArgv?: readonly string[];
 }
 
 export class Supervisor {
@@ -73,7 +79,7 @@ export class Supervisor {
 
   async start(): Promise<void> {
     const names = actorsFor(this.config);
-    for (const name of names) this.hosts.set(name, new ActorHost(name, (h, code) => this.onCrash(h, code)));
+    for (const name of names) this.hosts.set(name, new ActorHost(name, (h, code) => this.onCrash(h, code), this.options.actorExecArgv));
     // Every worker loads its modules at once; each then starts in order, after its callees.
     for (const host of this.hosts.values()) host.preload();
     for (const host of this.hosts.values()) {

@@ -6,6 +6,7 @@ import { adminCall, eventually } from '../helpers/admin.js';
 import { openBrowser, tabTo } from '../helpers/browser.js';
 import { ADMIN_TOKEN, firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { configDocument, REPO_ROOT, spawnServer, UPDATER_BIN, writeConfig } from '../helpers/server.js';
+import { childEnv } from '../helpers/node-options.js';
 
 // The console as an operator uses it, in Debian's Chromium, against a real server whose
 // fleet is simulated by `updater load`: sign in, see the tracks, watch a rollout pause itself
@@ -96,7 +97,7 @@ t.test('an operator follows a rollout through the console', async (t) => {
     t.equal(await text('rollout-state'), 'running');
 
     const load = spawn(process.execPath, [UPDATER_BIN, 'load', '--url', url, '--admin-token-file', fixture.tokenPath,
-      '--devices', '400', '--rate', '150', '--duration', '120s', '--old-share', '1', '--fail-rate', '0.6'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      '--devices', '400', '--rate', '150', '--duration', '120s', '--old-share', '1', '--fail-rate', '0.6'], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
     let loadOutput = '';
     load.stdout.on('data', (d) => (loadOutput += d));
     load.stderr.on('data', (d) => (loadOutput += d));

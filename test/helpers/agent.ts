@@ -7,6 +7,7 @@ import { FAULT_ENV } from '../../agent/fault.js';
 import { firmware, freePort, makeFixture, nextVersion, sha256Hex, type Fixture } from './fixture.js';
 import { heartbeatUntilSigned } from './http.js';
 import { UPDATER_BIN, startTestServer, type TestServer } from './server.js';
+import { childEnv } from './node-options.js';
 
 // A provisioned device for end-to-end tests: a real slot directory (binary as slot-a,
 // `current` -> slot-a) and an agent configuration pointing at a server on loopback.
@@ -70,7 +71,7 @@ export async function makeDevice(fixture: Fixture, httpUrl: string, binary: Buff
 
 export function runAgentOnce(configPath: string, faultStep?: string, timeoutMs = 60_000): Promise<AgentRun> {
   return new Promise((resolve) => {
-    const env = { ...process.env };
+    const env = childEnv();
     delete env[FAULT_ENV];
     if (faultStep) env[FAULT_ENV] = faultStep;
     const child = spawn(process.execPath, [UPDATER_BIN, 'agent', '--config', configPath, '--once'], { stdio: ['ignore', 'pipe', 'pipe'], env });

@@ -6,6 +6,7 @@ import { parse, stringify } from 'yaml';
 import { loadConfigFile } from '../../src/shared/config/load.js';
 import { startServer, type Supervisor } from '../../src/supervisor/index.js';
 import { freePort, type Fixture } from './fixture.js';
+import { ACTOR_EXEC_ARGV, childEnv } from './node-options.js';
 
 export const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
 export const UPDATER_BIN = join(REPO_ROOT, 'bin', 'updater.js');
@@ -60,7 +61,7 @@ export interface TestServer {
 export async function startTestServer(fixture: Fixture, artifacts: ArtifactEntry[], overrides: Record<string, unknown> = {}): Promise<TestServer> {
   const port = await freePort();
   const configPath = await writeConfig(fixture, configDocument(fixture, port, artifacts, overrides));
-  const supervisor = await startServer(loadConfigFile(configPath));
+  const supervisor = await startServer(loadConfigFile(configPath), { actorExecArgv: ACTOR_EXEC_ARGV });
   return { url: `http://127.0.0.1:${port}`, port, configPath, supervisor, stop: () => supervisor.stop() };
 }
 
@@ -82,7 +83,7 @@ export async function spawnServer(configPath: string, url: string, timeoutMs = 6
   if (!['trace', 'debug', 'info'].includes(level)) {
     throw new Error(`spawnServer needs log_level info or lower to see "server started"; ${configPath} has ${level}`);
   }
-  const child = spawn(process.execPath, [UPDATER_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [UPDATER_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
   let text = '';
   child.stdout!.on('data', (d) => (text += d));
   child.stderr!.on('data', (d) => (text += d));
@@ -101,7 +102,7 @@ export async function spawnServer(configPath: string, url: string, timeoutMs = 6
 /** Runs `updater` with arguments and collects its output. */
 export function runUpdater(args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [UPDATER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [UPDATER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -1,0 +1,16 @@
+// tap starts each test file with its own loaders (`--import` of its mock and process-info
+// hooks, in execArgv and NODE_OPTIONS). Every thread and child process of a server under test
+// would load them again and send each module it loads through them: a server's start took
+// 3.5 s instead of 0.9. No test uses tap's mocks, and coverage is off, so the servers and
+// processes the tests start run without them.
+
+const fromTap = (arg: string) => arg.includes('@tapjs/');
+
+/** This process's Node options without tap's loaders, for the actor threads of an in-process server. */
+export const ACTOR_EXEC_ARGV: readonly string[] = process.execArgv.filter((arg) => !fromTap(arg));
+
+/** The environment of a child process: this one's, with tap's loaders left out of NODE_OPTIONS. */
+export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const nodeOptions = (process.env.NODE_OPTIONS ?? '').split(/\s+/).filter((arg) => arg !== '' && !fromTap(arg)).join(' ');
+  return { ...process.env, NODE_OPTIONS: nodeOptions, ...extra };
+}
