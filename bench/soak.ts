@@ -151,6 +151,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, NODE_OPTIONS: MAIN_THREAD_NODE_OPTIONS, ...process.env, ...o.serverEnv });
   let publisher: NodeJS.Timeout | undefined;
   let sampler: NodeJS.Timeout | undefined;
+  let liveEndTimer: NodeJS.Timeout | undefined;
   try {
     await new Promise((r) => setTimeout(r, 3000));
     const idle = (await scrape(server.url, at()))?.rss ?? 0;
@@ -211,12 +212,17 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     for (const child of children) child.send({ type: 'filled' });
     const plateauStart = samples.length;
     const liveStart = await liveReading(server.url, server.token, at());
+    // The end's reading is taken while the load still runs, as the start's was: in-flight
+    // requests hold memory too, and a reading after the load stopped would hide that much growth.
+    const liveEndReading = new Promise<Awaited<ReturnType<typeof liveReading>>>((resolve) => {
+      liveEndTimer = setTimeout(() => resolve(liveReading(server.url, server.token, at())), Math.max(0, o.windowSeconds - 5) * 1000);
+    });
     const procStart = await procMemory(server.process.pid);
     const loadPids = children.map((c) => c.pid);
     const cpuStart = await cpuSnapshot([server.process.pid, ...loadPids]);
     await Promise.race([failed, waitUntil(() => reports.plateau.length === o.loadProcesses)]);
     const plateauSamples = samples.slice(plateauStart);
-    const liveEnd = await liveReading(server.url, server.token, at());
+    const liveEnd = await liveEndReading;
     const procEnd = await procMemory(server.process.pid);
     const cpuEnd = await cpuSnapshot([server.process.pid, ...loadPids]);
     const harnessCores = reports.plateau.reduce((n, r) => n + r.harness.cpu_cores, 0);
@@ -245,6 +251,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   } finally {
     clearInterval(publisher);
     clearInterval(sampler);
+    clearTimeout(liveEndTimer);
     for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
     await server.stop();
     await rm(dir, { recursive: true, force: true });
