@@ -8,7 +8,7 @@ import { cpuPlan, onCores } from './pinning.js';
 import { contentionReasons, coreUse, cpuSnapshot, type CoreUse } from './soak/cpu.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';
 import { summarizeLoad, type LoadSummary } from './soak/load-summary.js';
-import { DEAD_BUFFER_BYTES } from '../src/shared/buffer-collector.js';
+import { DEAD_BUFFER_BYTES } from '../src/shared/garbage-collector.js';
 import { SQLITE_PAGE_CACHE_KIB } from '../src/shared/database/connect.js';
 import { bucketPercentiles, liveReading, procMemory, rolloutStates, scrape, type BucketSummary, type Scrape } from './soak/scrape.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';

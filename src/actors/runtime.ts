@@ -6,7 +6,7 @@ import type { Config } from '../shared/config/types.js';
 import { UpdaterError, serializeError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { exposeOn, releaseRemote, withDeadlines, wrapPort, type Remote } from '../shared/rpc.js';
-import { startBufferCollector } from '../shared/buffer-collector.js';
+import { startGarbageCollector } from '../shared/garbage-collector.js';
 import { registerRuntimeMetrics } from '../shared/runtime-metrics.js';
 
 // The actor side of the supervisor protocol: receives its ports, exposes its API on every
@@ -65,7 +65,7 @@ export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) 
 
   const registry = new Registry();
   registerRuntimeMetrics(registry, data.actor);
-  startBufferCollector(registry, data.actor);
+  startGarbageCollector(registry, data.actor);
   const ctx: ActorContext = {
     name: data.actor,
     config: data.config,

@@ -1,5 +1,5 @@
 import type { ThreadMemory } from '../messages/lifecycle.js';
-import { fullCollection } from './buffer-collector.js';
+import { fullCollection } from './garbage-collector.js';
 
 // A thread's live memory: its heap figures right after a full collection. Between full
 // collections a heap's `used` figure holds garbage as well, and in a thread that allocates

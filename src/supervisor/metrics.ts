@@ -1,5 +1,5 @@
 import { AggregatorRegistry, Counter, Registry, collectDefaultMetrics } from 'prom-client';
-import { startBufferCollector } from '../shared/buffer-collector.js';
+import { startGarbageCollector } from '../shared/garbage-collector.js';
 import { registerRuntimeMetrics } from '../shared/runtime-metrics.js';
 
 // The supervisor owns the process-wide metrics (RSS, event loop, restarts) and merges every
@@ -17,7 +17,7 @@ export class SupervisorMetrics {
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'updater_' });
     registerRuntimeMetrics(this.registry, 'supervisor');
-    startBufferCollector(this.registry, 'supervisor');
+    startGarbageCollector(this.registry, 'supervisor');
   }
 
   restarted(actor: string): void {
