@@ -141,6 +141,8 @@ export interface LiveReading {
   /** Seconds since the soak started. */
   readonly at: number;
   readonly threads: Readonly<Record<string, { readonly heap_used: number; readonly external: number }>>;
+  /** The process's RSS (/proc VmRSS) once the memory those collections freed has gone back (soak.ts). */
+  readonly rss?: number;
 }
 
 export async function liveReading(baseUrl: string, token: string, at: number): Promise<LiveReading | undefined> {

@@ -21,6 +21,8 @@ export interface SoakShape {
   readonly coapDedupBytes: number;
   readonly deltaConcurrency: number;
   readonly fleetBufferMb: number;
+  /** Devices written into the fleet database once the server's idle RSS is measured (inventory.ts); 0 for none. */
+  readonly seededDevices: number;
 }
 
 /** The `rollout` object of a publish, as the admin API takes it. */
@@ -35,6 +37,8 @@ export interface SoakServer {
   readonly url: string;
   readonly coapUrl: string;
   readonly token: string;
+  /** The fleet database's file (SQLite, under the store). */
+  readonly database: string;
   readonly process: ChildProcess;
   /** Publishes the next version of track `track` (a new delta source for its devices). */
   /** Publishes a version; with `rollout`, as a staged rollout (docs/rollouts.md). */
@@ -75,6 +79,7 @@ export async function startSoakServer(dir: string, shape: SoakShape, command: (c
     log_level: 'warn',
     retention: { history_depth: shape.versions - 1 },
   }));
+  const database = join(dir, 'store', 'updater.db');
   const [cmd, args] = command(process.execPath, [join(repoRoot, 'bin', 'updater.js'), 'serve', '--config', join(dir, 'updater.yaml')]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'], env });
   const exited = new Promise((r) => child.once('exit', r));
@@ -92,6 +97,7 @@ export async function startSoakServer(dir: string, shape: SoakShape, command: (c
     url,
     coapUrl: `coap://127.0.0.1:${coapPort}`,
     token,
+    database,
     process: child,
     publish,
     async stop() {

@@ -17,9 +17,9 @@ function plateau(seconds: number, leakPerSecond: number, rssLeakPerSecond = 0): 
 }
 const limits = { boundBytes: 300 * MB, rssFloorBytesPerMinute: MB, actorHeapBytesPerMinute: 0.5 * MB };
 /** Live heaps after full collections at 100 s and 219 s: the manifester's grown by `manifesterGrowth`. */
-const live = (manifesterGrowth = 0) => ({
-  start: { at: 100, threads: { http: { heap_used: 11 * MB, external: 3 * MB }, manifester: { heap_used: 9 * MB, external: 3 * MB } } },
-  end: { at: 219, threads: { http: { heap_used: 11 * MB, external: 3 * MB }, manifester: { heap_used: 9 * MB + manifesterGrowth, external: 3 * MB } } },
+const live = (manifesterGrowth = 0, rssGrowth = 0) => ({
+  start: { at: 100, rss: 240 * MB, threads: { http: { heap_used: 11 * MB, external: 3 * MB }, manifester: { heap_used: 9 * MB, external: 3 * MB } } },
+  end: { at: 219, rss: 240 * MB + rssGrowth, threads: { http: { heap_used: 11 * MB, external: 3 * MB }, manifester: { heap_used: 9 * MB + manifesterGrowth, external: 3 * MB } } },
 });
 
 t.test('a flat plateau passes; its blocked and busy shares are read per actor', async (t) => {
@@ -53,9 +53,12 @@ t.test('a plateau whose live memory could not be read does not pass', async (t) 
 });
 
 t.test('a rising RSS floor and a peak over the bound fail', async (t) => {
-  const v = judgePlateau(plateau(120, 0, 0.5 * MB), limits, live());
-  t.match(v.reasons.join('\n'), /RSS floor rose/);
+  const v = judgePlateau(plateau(120, 0, 0.5 * MB), limits, live(0, 4 * MB));
+  t.match(v.reasons.join('\n'), /RSS after full collections rose 2.0 MB\/min over the plateau, 240.0 → 244.0 MB/);
   t.match(v.reasons.join('\n'), /over the documented bound/);
+  const garbage = judgePlateau(plateau(120, 0, 0.02 * MB), limits, live());
+  t.ok(garbage.rssFloorBytesPerMinute > MB, 'the lowest samples rose, with garbage the collections then freed');
+  t.same(garbage.reasons, [], 'which is reported, not judged');
   t.notOk(judgePlateau(plateau(5, 0), limits, live()).ok, 'too few samples cannot pass');
 });
 
