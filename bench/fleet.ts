@@ -3,9 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate } from 'coap-packet';
 import { encodeHeartbeat } from '../src/shared/wire/cbor.js';
-import * as q from '../src/shared/database/fleet-queries.js';
-import type { HeartbeatRecord } from '../src/messages/fleet.js';
-import { openDatabase } from '../src/shared/database/connect.js';
 import type { Engine } from '../src/shared/database/schema.js';
 import { adminCall } from '../test/helpers/admin.js';
 import { freeUdpPort } from '../test/helpers/coap.js';
@@ -13,6 +10,7 @@ import { createTestDatabase, type TestDatabase } from '../test/helpers/databases
 import { firmware, makeFixture, type Fixture } from '../test/helpers/fixture.js';
 import { startTestServer, type TestServer } from '../test/helpers/server.js';
 import { coapLoad } from './coap-load.js';
+import { seedDevices } from './soak/inventory.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
 import { runWrk } from './wrk.js';
 
@@ -173,23 +171,12 @@ async function queries(engine: Engine, fixture: Fixture, record: SuiteRecord, ra
  * transactions: last seen within the day, spread across device ids (a stride through the
  * day's seconds, so no range of ids shares an hour), one in QUIET_EVERY two days ago.
  */
-async function seed(database: TestDatabase, count: number): Promise<void> {
-  const { db, close } = await openDatabase(database.location);
-  try {
-    const now = Date.now();
-    const versions = Array.from({ length: 5 }, (_, i) => ({ hash: String(i).repeat(64), version: `1.${i}.0` }));
-    const BATCH = 20_000;
-    for (let start = 0; start < count; start += BATCH) {
-      const batch: HeartbeatRecord[] = [];
-      for (let i = start; i < Math.min(count, start + BATCH); i++) {
-        const v = versions[i % versions.length]!;
-        batch.push({ deviceId: `dev-${String(i).padStart(7, '0')}`, versionHash: v.hash, version: v.version, artifact: 'app', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 1 << 28, hwFreeDisk: 1 << 30, transport: 'http', receivedAtMs: now - ageSeconds(i) * 1000 });
-      }
-      await q.writeBatch(db, batch, []);
-    }
-  } finally {
-    await close();
-  }
+function seed(database: TestDatabase, count: number): Promise<void> {
+  const versions = Array.from({ length: 5 }, (_, i) => ({ hash: String(i).repeat(64), version: `1.${i}.0` }));
+  return seedDevices(database.location, count, (i, now) => {
+    const v = versions[i % versions.length]!;
+    return { deviceId: `dev-${String(i).padStart(7, '0')}`, versionHash: v.hash, version: v.version, artifact: 'app', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 1 << 28, hwFreeDisk: 1 << 30, transport: 'http', receivedAtMs: now - ageSeconds(i) * 1000 };
+  });
 }
 
 function ageSeconds(i: number): number {

@@ -208,11 +208,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const budgets = { targetCacheBytes: s.targetCacheMb * MB, hotCacheBytes: s.hotCacheMb * MB, manifestEntries: s.manifestCacheSize, coapDedupBytes: s.coapDedupBytes, deltaConcurrency: s.deltaConcurrency, largestEntryBytes: s.binaryBytes + 4096 };
     const fillStart = at();
     // The fleet database's page cache fills as the whole inventory is read (soak/inventory.ts).
+    const pageCacheReading = (peak: number): FillReading => {
+      const limit = SQLITE_PAGE_CACHE_KIB * 1024;
+      return { budget: 'SQLite page cache (SQLITE_PAGE_CACHE_KIB)', gauge: 'database bytes, every device listed through GET /admin/devices', limit, peak, filled: peak >= limit };
+    };
     let pageCache: FillReading | undefined;
     const inventoryRead = s.seededDevices <= 0 ? Promise.resolve() : readInventory(server.url, server.token).then(async (listed) => {
-      const peak = listed >= s.seededDevices ? await databaseBytes(server.database) : 0;
-      const limit = SQLITE_PAGE_CACHE_KIB * 1024;
-      pageCache = { budget: 'SQLite page cache (SQLITE_PAGE_CACHE_KIB)', gauge: 'database bytes, every device listed through GET /admin/devices', limit, peak, filled: peak >= limit };
+      pageCache = pageCacheReading(listed >= s.seededDevices ? await databaseBytes(server.database) : 0);
     }, (err: Error) => o.log(`reading the inventory failed: ${err.message}`));
     const allReadings = () => [...fillReadings(samples, budgets), ...(pageCache ? [pageCache] : [])];
     const inventoryPending = () => s.seededDevices > 0 && !pageCache;
@@ -223,7 +225,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     }
     await Promise.race([inventoryRead, new Promise((r) => setTimeout(r, 1000))]);
     readings = allReadings();
-    if (inventoryPending()) readings.push({ budget: 'SQLite page cache (SQLITE_PAGE_CACHE_KIB)', gauge: 'database bytes, every device listed through GET /admin/devices', limit: SQLITE_PAGE_CACHE_KIB * 1024, peak: 0, filled: false });
+    if (inventoryPending()) readings.push(pageCacheReading(0));
     const fillSeconds = at() - fillStart;
     o.log(`fill ${readings.every((r) => r.filled) ? 'complete' : 'INCOMPLETE'} after ${fillSeconds.toFixed(0)} s: ${readings.map((r) => `${r.budget} ${r.peak}/${r.limit}`).join(', ')}`);
     for (const child of children) child.send({ type: 'filled' });

@@ -16,7 +16,8 @@ export const SEEDED_DEVICES = 120_000;
 /** Their track, which the soak never publishes: they stay out of every rollout's counts. */
 const SEEDED_TRACK = 'inventory-seed';
 
-export async function seedInventory(location: string, count: number): Promise<void> {
+/** Writes `count` devices, `device(i)` each, through the query layer in large transactions (the fleet bench seeds with it too). */
+export async function seedDevices(location: string, count: number, device: (i: number, now: number) => HeartbeatRecord): Promise<void> {
   if (count <= 0) return;
   const { db, close } = await openDatabase(location);
   try {
@@ -24,17 +25,19 @@ export async function seedInventory(location: string, count: number): Promise<vo
     const BATCH = 20_000;
     for (let start = 0; start < count; start += BATCH) {
       const batch: HeartbeatRecord[] = [];
-      for (let i = start; i < Math.min(count, start + BATCH); i++) {
-        batch.push({
-          deviceId: `seeded-${String(i).padStart(7, '0')}`, versionHash: String(i % 4).repeat(64), version: `0.${i % 4}.0`, artifact: SEEDED_TRACK,
-          hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 1 << 28, hwFreeDisk: 1 << 30, transport: 'http', receivedAtMs: now - (i % 86_400) * 1000,
-        });
-      }
+      for (let i = start; i < Math.min(count, start + BATCH); i++) batch.push(device(i, now));
       await q.writeBatch(db, batch, []);
     }
   } finally {
     await close();
   }
+}
+
+export function seedInventory(location: string, count: number): Promise<void> {
+  return seedDevices(location, count, (i, now) => ({
+    deviceId: `seeded-${String(i).padStart(7, '0')}`, versionHash: String(i % 4).repeat(64), version: `0.${i % 4}.0`, artifact: SEEDED_TRACK,
+    hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 1 << 28, hwFreeDisk: 1 << 30, transport: 'http', receivedAtMs: now - (i % 86_400) * 1000,
+  }));
 }
 
 /** Pages through GET /admin/devices to the end; the number of devices listed. */
