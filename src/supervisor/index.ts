@@ -7,6 +7,7 @@ import { createLogger, isLogLevel, type Logger, type LogLevel } from '../shared/
 import { liveMemory } from '../shared/live-memory.js';
 import { exposeOn } from '../shared/rpc.js';
 import { ActorHost } from './actor-host.js';
+import { MallocTrimmer } from './malloc-trimmer.js';
 import { SupervisorMetrics } from './metrics.js';
 import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.js';
 
@@ -67,6 +68,7 @@ export interface ServerOptions {
 export class Supervisor {
   readonly log: Logger;
   readonly metrics = new SupervisorMetrics();
+  private readonly trimmer: MallocTrimmer;
   private readonly hosts = new Map<ActorName, ActorHost>();
   private readonly crashes = new Map<ActorName, number[]>();
   private logLevel: LogLevel;
@@ -75,6 +77,7 @@ export class Supervisor {
   constructor(readonly config: Config, private readonly options: ServerOptions = {}) {
     this.logLevel = config.logLevel;
     this.log = createLogger('supervisor', this.logLevel);
+    this.trimmer = new MallocTrimmer(this.metrics.registry, this.log);
   }
 
   async start(): Promise<void> {
@@ -114,6 +117,7 @@ export class Supervisor {
       }
     }
     await Promise.all([...this.hosts.values()].map((h) => h.terminate()));
+    this.trimmer.stop();
     this.log.info('server stopped');
   }
 
@@ -191,6 +195,9 @@ export class Supervisor {
           const r = results[i]!;
           if (r.status === 'fulfilled') threads[h.name] = r.value;
         });
+        // What the collections freed and other native memory freed earlier, glibc keeps
+        // resident until trimmed: the RSS answered is what the process holds.
+        this.trimmer.trim();
         return { rss: process.memoryUsage.rss(), threads };
       },
     };
