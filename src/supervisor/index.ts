@@ -195,8 +195,8 @@ export class Supervisor {
           const r = results[i]!;
           if (r.status === 'fulfilled') threads[h.name] = r.value;
         });
-        // What the collections freed and other native memory freed earlier, glibc keeps
-        // resident until trimmed: the RSS answered is what the process holds.
+        // glibc keeps the pages of what the collections and native code freed until it is
+        // trimmed: after a trim, the RSS answered is what the process holds.
         this.trimmer.trim();
         return { rss: process.memoryUsage.rss(), threads };
       },
