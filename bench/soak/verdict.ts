@@ -150,7 +150,7 @@ export function judgePlateau(samples: readonly Scrape[], limits: PlateauLimits, 
   const collectedRssBytesPerMinute = liveMinutes > 0 && collectedRssStart > 0 && collectedRssEnd > 0 ? (collectedRssEnd - collectedRssStart) / liveMinutes : 0;
   if (liveMinutes > 0 && (collectedRssStart === 0 || collectedRssEnd === 0)) reasons.push('the RSS after the full collections could not be read');
   if (collectedRssBytesPerMinute > limits.rssFloorBytesPerMinute) {
-    reasons.push(`the RSS after full collections rose ${mbText(collectedRssBytesPerMinute)} MB/min over the plateau, ${mbText(collectedRssStart)} → ${mbText(collectedRssEnd)} MB (limit ${mbText(limits.rssFloorBytesPerMinute)})`);
+    reasons.push(`the RSS after full collections and a trim rose ${mbText(collectedRssBytesPerMinute)} MB/min over the plateau, ${mbText(collectedRssStart)} → ${mbText(collectedRssEnd)} MB (limit ${mbText(limits.rssFloorBytesPerMinute)})`);
   }
   for (const actor of grown) {
     const a = actors.find((x) => x.actor === actor)!;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { ActorName, ActorWorkerData, PeerName } from '../messages/lifecycle.js';
 import type { ServerMemory, SupervisorApi } from '../messages/supervisor.js';
@@ -64,6 +65,9 @@ export interface ServerOptions {
    */
   actorExecArgv?: readonly string[];
 }
+
+/** How long POST /admin/memory waits after the collections for V8's background frees before it trims. */
+const COLLECTED_FREES_MS = 250;
 
 export class Supervisor {
   readonly log: Logger;
@@ -196,7 +200,9 @@ export class Supervisor {
           if (r.status === 'fulfilled') threads[h.name] = r.value;
         });
         // glibc keeps the pages of what the collections and native code freed until it is
-        // trimmed: after a trim, the RSS answered is what the process holds.
+        // trimmed. V8 frees dead buffers' memory from a background task just after a
+        // collection, hence the pause: the RSS answered is then close to what the process holds.
+        await sleep(COLLECTED_FREES_MS);
         this.trimmer.trim();
         return { rss: process.memoryUsage.rss(), threads };
       },

@@ -1,4 +1,4 @@
-import koffi from 'koffi';
+import { createRequire } from 'node:module';
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../shared/logger.js';
 
@@ -11,21 +11,24 @@ import type { Logger } from '../shared/logger.js';
 // the arenas. In full soaks every thread's live heap was flat while anonymous memory rose
 // 13-26 MB per ten minutes; one `malloc_trim(0)` in the middle of one released 38 MB, and
 // another three minutes later 49 MB, leaving the process 29 MB below the first one's figure
-// (docs/memory.md, "Native memory"). `malloc_trim(0)` walks every arena and gives back each
-// free page (madvise), not only the top.
+// (docs/memory.md, "Free memory handed back"). `malloc_trim(0)` walks every arena and gives
+// back each free page (madvise), not only the top.
 //
 // So the supervisor calls it when the process's RSS has grown by TRIM_GROWTH_BYTES since the
-// figure after the last call, at most every TRIM_INTERVAL_MS: an idle server never trims, a
-// busy one about every ten seconds. A call takes a few milliseconds and holds each arena's lock
-// while it walks it; memory it gave back costs a page fault when used again.
+// figure after the last call, at most every TRIM_INTERVAL_MS: once soon after start (the
+// actors start after the first figure), then only as RSS grows; under the soak's load about
+// every ten seconds. A call takes a few milliseconds and holds each arena's lock while it walks
+// it; memory it gave back costs a page fault when used again.
 //
-// glibc only: elsewhere (musl, macOS) there is no malloc_trim, and no trimming.
+// glibc only, bound through koffi (an optional dependency): elsewhere (musl, macOS, a platform
+// koffi has no build for) there is no malloc_trim, and no trimming.
 
 /** RSS growth since the figure after the last trim that calls for another. */
 export const TRIM_GROWTH_BYTES = 8 * 1024 * 1024;
 /** The least time between two trims. */
 export const TRIM_INTERVAL_MS = 10_000;
 const CHECK_INTERVAL_MS = 1_000;
+const MIB = 1024 * 1024;
 
 export interface TrimResult {
   /** RSS before and after, in bytes (other threads allocate meanwhile: approximate). */
@@ -35,12 +38,14 @@ export interface TrimResult {
 }
 
 type MallocTrim = (pad: number) => number;
-let binding: { trim?: MallocTrim; missing?: string } | undefined;
+type Binding = { readonly trim: MallocTrim } | { readonly missing: string };
+let binding: Binding | undefined;
 
-/** glibc's `malloc_trim`, or why this process has none. */
-function mallocTrim(): { trim?: MallocTrim; missing?: string } {
+/** glibc's `malloc_trim`, or why this process has none. Loaded on first use: koffi's own import throws where it has no build. */
+export function mallocTrim(): Binding {
   if (!binding) {
     try {
+      const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
       binding = { trim: koffi.load('libc.so.6').func('int malloc_trim(size_t pad)') as MallocTrim };
     } catch (err) {
       binding = { missing: (err as Error).message };
@@ -58,12 +63,12 @@ export class MallocTrimmer {
   private lastAt = 0;
 
   constructor(registry: Registry, log: Logger, growthBytes = TRIM_GROWTH_BYTES, intervalMs = TRIM_INTERVAL_MS) {
-    this.trims = new Counter({ name: 'updater_malloc_trims_total', help: 'Times the C library\'s free memory was handed back to the system (glibc malloc_trim), after RSS grew by 8 MiB or on POST /admin/memory', registers: [registry] });
+    this.trims = new Counter({ name: 'updater_malloc_trims_total', help: `Times the C library's free memory was handed back to the system (glibc malloc_trim), after RSS grew by ${growthBytes / MIB} MiB or on POST /admin/memory`, registers: [registry] });
     this.released = new Counter({ name: 'updater_malloc_trim_released_bytes_total', help: 'RSS given back by those trims (RSS before minus after; approximate, other threads allocate meanwhile)', registers: [registry] });
     this.seconds = new Counter({ name: 'updater_malloc_trim_seconds_total', help: 'Time spent in those trims', registers: [registry] });
-    const { trim, missing } = mallocTrim();
-    if (!trim) {
-      log.info({ reason: missing }, 'no glibc malloc_trim here: the C library\'s free memory is left to it');
+    const found = mallocTrim();
+    if ('missing' in found) {
+      log.info({ reason: found.missing }, 'no glibc malloc_trim here: the C library\'s free memory is left to it');
       return;
     }
     this.timer = setInterval(() => {
@@ -76,11 +81,11 @@ export class MallocTrimmer {
 
   /** Trims now; undefined where there is no malloc_trim. */
   trim(): TrimResult | undefined {
-    const { trim } = mallocTrim();
-    if (!trim) return undefined;
+    const found = mallocTrim();
+    if (!('trim' in found)) return undefined;
     const rssBefore = process.memoryUsage.rss();
     const started = performance.now();
-    trim(0);
+    found.trim(0);
     this.lastAt = performance.now();
     const rssAfter = process.memoryUsage.rss();
     const seconds = (this.lastAt - started) / 1000;
