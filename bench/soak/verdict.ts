@@ -49,7 +49,7 @@ export function fillReadings(samples: readonly Scrape[], b: Budgets): FillReadin
 
 export interface PlateauLimits {
   readonly boundBytes: number;
-  /** Allowed rise of the RSS floor (RSS after every thread's full collection), bytes per minute. */
+  /** Allowed rise of the RSS floor (RSS after every thread's full collection and the server's malloc trim), bytes per minute. */
   readonly rssFloorBytesPerMinute: number;
   /** Allowed rise of one actor's live heap, or of its external floor, bytes per minute. */
   readonly actorHeapBytesPerMinute: number;
@@ -79,7 +79,7 @@ export interface PlateauVerdict {
   readonly firstFloorBytes: number;
   readonly lastFloorBytes: number;
   readonly rssFloorBytesPerMinute: number;
-  /** RSS after every thread's full collection at the plateau's start and end, and its growth per minute: what is judged. */
+  /** RSS after every thread's full collection and a malloc trim at the plateau's start and end, and its growth per minute: what is judged. */
   readonly collectedRssStart: number;
   readonly collectedRssEnd: number;
   readonly collectedRssBytesPerMinute: number;
@@ -141,10 +141,12 @@ export function judgePlateau(samples: readonly Scrape[], limits: PlateauLimits, 
     .sort((x, y) => Math.max(y.live_mb_per_min, y.external_mb_per_min) - Math.max(x.live_mb_per_min, x.external_mb_per_min))
     .map((a) => a.actor);
   if (peakBytes > limits.boundBytes) reasons.push(`peak RSS ${mbText(peakBytes)} MB is over the documented bound of ${mbText(limits.boundBytes)} MB`);
-  // The floor is judged as RSS right after every thread collected its garbage: the lowest of
-  // the 1 Hz samples still holds whatever garbage seven heaps had not collected at that
-  // moment (up to 4 MiB of old generation and 8 MiB of young each), and in full soaks with
-  // every live heap flat it rose 0.6 to 4.1 MB/min. It is still reported (firstFloorBytes…).
+  // The floor is judged as RSS right after every thread collected its garbage and the server
+  // handed glibc's free pages back (POST /admin/memory): the lowest of the 1 Hz samples still
+  // holds whatever garbage seven heaps had not collected at that moment (up to 4 MiB of old
+  // generation and 8 MiB of young each) and whatever glibc kept since the last trim, and in
+  // full soaks with every live heap flat it rose 0.6 to 4.1 MB/min. It is still reported
+  // (firstFloorBytes…).
   const collectedRssStart = live.start?.rss ?? 0;
   const collectedRssEnd = live.end?.rss ?? 0;
   const collectedRssBytesPerMinute = liveMinutes > 0 && collectedRssStart > 0 && collectedRssEnd > 0 ? (collectedRssEnd - collectedRssStart) / liveMinutes : 0;
