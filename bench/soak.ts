@@ -159,7 +159,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const idle = (await scrape(server.url, at()))?.rss ?? 0;
     const s = o.shape;
     const boundBytes = idle + (s.targetCacheMb + s.hotCacheMb) * MB + s.manifestCacheSize * 500
-      + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + BSDIFF_NODE_FACTOR * s.binaryBytes) + 2 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
+      + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + BSDIFF_NODE_FACTOR * s.binaryBytes) + 2.125 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
       // The store-keeper's dead buffers before its collector runs (docs/memory.md, "Dead buffers").
       + DEAD_BUFFER_BYTES;
     o.log(`idle RSS ${mbText(idle)} MB; documented bound ${mbText(boundBytes)} MB; ${o.devices} devices at ${o.rate} heartbeats/s in ${o.loadProcesses} load process(es)`);

@@ -72,7 +72,7 @@ await runActor(async (ctx) => {
       }
       await q.writeBatch(db(), heartbeats, taken.reports);
       refused = false;
-      buffer.written(taken.heartbeats);
+      buffer.written(taken);
       const done = Date.now();
       const lags: number[] = [];
       for (const r of taken.heartbeats) lags.push((done - r.receivedAtMs) / 1000);

@@ -12,9 +12,17 @@ import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
 //
 // Reports are never dropped while the budget holds any heartbeat to drop instead; only when
 // reports alone fill the whole budget (the database has been down for long) does the oldest
-// one go, counted as `report_overflow`. `known` (device → version hash last written, the hash
-// strings shared) is bounded by entry count, forgetting first the device whose entry changed
-// longest ago, so it is a fixed budget too.
+// one go, counted as `report_overflow`. What the buffer remembers of each device (the version
+// hash last written, the hash strings shared) is bounded by entry count, forgetting first the
+// device whose entry changed longest ago, so it is a fixed budget too.
+//
+// One Map lookup per heartbeat: a device's entry holds both what was last written and its
+// pending heartbeat, and the three queues are arrays. At tens of thousands of heartbeats a
+// second from a hundred thousand devices, the six lookups of separate maps (each a cache miss
+// in a large table) were the fleet thread's largest single cost after SQLite. A heartbeat that
+// replaces a pending one, or one that is dropped, leaves its slot behind in its queue (stale:
+// its device's entry no longer points at it); a queue is compacted once the stale slots hold
+// an eighth of the budget, so they are bounded too.
 
 export type DropReason = 'last_seen' | 'new_device' | 'report_overflow';
 type Klass = 'seen' | 'first' | 'change';
@@ -29,37 +37,58 @@ export function reportBytes(r: ReportRecord): number {
 }
 
 /**
- * Bytes one `known` entry is counted for: measured 70 bytes with a 12-character device id and
- * 93 with a 36-character one (the Map's slots and the id; the hash string is shared), plus
- * room for the Map's table, which grows by doubling.
+ * Bytes one remembered device is counted for: measured 164 bytes with a 12-character device id
+ * and 187 with a 36-character one (its entry object, the Map's slots and the id; the hash
+ * string is shared), plus room for the Map's table, which grows by doubling. (A bare hash per
+ * device, before the entry object, was 70 to 96 bytes: the one lookup costs that memory.)
  */
-const KNOWN_ENTRY_BYTES = 160;
-/** Distinct version hashes shared by `known` before that little table starts over. */
+export const KNOWN_ENTRY_BYTES = 200;
+/** Distinct version hashes shared by the remembered devices before that little table starts over. */
 const SHARED_HASHES = 1024;
+const KLASSES = ['seen', 'first', 'change'] as const;
+
+/** What the buffer holds for one device: what was written last, and what waits. */
+interface Device {
+  readonly id: string;
+  /** The version hash last written for it, or undefined when none was (or it was forgotten). */
+  written: string | undefined;
+  pending: Pending | undefined;
+  /** Set once the entry has left the map: a flush that ends later must not count it again. */
+  forgotten: boolean;
+}
 
 interface Pending {
-  record: HeartbeatRecord;
-  klass: Klass;
-  bytes: number;
+  readonly record: HeartbeatRecord;
+  readonly klass: Klass;
+  readonly bytes: number;
+  readonly device: Device;
 }
 
 export interface Taken {
   heartbeats: HeartbeatRecord[];
   reports: ReportRecord[];
+  /** The entries of `heartbeats`, same order, so that `written` needs no lookups. */
+  readonly devices: readonly Device[];
 }
 
 export class WriteBuffer {
-  private readonly queues: Record<Klass, Map<string, Pending>> = { seen: new Map(), first: new Map(), change: new Map() };
+  private readonly devices = new Map<string, Device>();
+  /** Pending heartbeats per class, oldest first, stale slots among them (see above). */
+  private queues: Record<Klass, Pending[]> = { seen: [], first: [], change: [] };
+  /** Where the search for the oldest live slot of a queue resumes: everything before it is stale. */
+  private readonly heads: Record<Klass, number> = { seen: 0, first: 0, change: 0 };
+  private readonly live: Record<Klass, number> = { seen: 0, first: 0, change: 0 };
+  private staleBytes = 0;
   private reports: ReportRecord[] = [];
   private reportBytesTotal = 0;
-  private readonly known = new Map<string, string>();
+  /** Entries with a `written` hash; the map also holds devices only pending. */
+  private remembered = 0;
   private readonly knownLimit: number;
   private readonly hashes = new Map<string, string>();
-  private readonly cursors: Partial<Record<'seen' | 'first', Iterator<Pending>>> = {};
   private heartbeatBytesTotal = 0;
   readonly dropped: Record<DropReason, number> = { last_seen: 0, new_device: 0, report_overflow: 0 };
 
-  /** `knownBytes` bounds the device → version map with which updates are classified. */
+  /** `knownBytes` bounds the device → version memory with which updates are classified. */
   constructor(readonly budgetBytes: number, knownBytes = budgetBytes) {
     this.knownLimit = Math.max(1, Math.floor(knownBytes / KNOWN_ENTRY_BYTES));
   }
@@ -69,24 +98,29 @@ export class WriteBuffer {
   }
 
   get pendingHeartbeats(): number {
-    return this.queues.seen.size + this.queues.first.size + this.queues.change.size;
+    return this.live.seen + this.live.first + this.live.change;
   }
 
   /** Devices whose written version the buffer remembers (bounded by the `known` budget). */
   get knownDevices(): number {
-    return this.known.size;
+    return this.remembered;
   }
 
   get pendingReports(): number {
     return this.reports.length;
   }
 
+  /** Slots in the heartbeat queues, live and stale (their bound is tested). */
+  get queuedSlots(): number {
+    return this.queues.seen.length + this.queues.first.length + this.queues.change.length;
+  }
+
   /** Receipt time of the oldest pending record, or undefined when nothing is pending. */
   oldestReceivedAtMs(): number | undefined {
     let oldest: number | undefined;
-    for (const queue of Object.values(this.queues)) {
-      const first = queue.values().next();
-      if (!first.done && (oldest === undefined || first.value.record.receivedAtMs < oldest)) oldest = first.value.record.receivedAtMs;
+    for (const klass of KLASSES) {
+      const first = this.oldest(klass);
+      if (first && (oldest === undefined || first.record.receivedAtMs < oldest)) oldest = first.record.receivedAtMs;
     }
     const report = this.reports[0];
     if (report && (oldest === undefined || report.receivedAtMs < oldest)) oldest = report.receivedAtMs;
@@ -94,15 +128,22 @@ export class WriteBuffer {
   }
 
   addHeartbeat(record: HeartbeatRecord): void {
-    const previous = this.remove(record.deviceId);
-    const knownHash = this.known.get(record.deviceId);
+    let device = this.devices.get(record.deviceId);
+    if (!device) {
+      device = { id: record.deviceId, written: undefined, pending: undefined, forgotten: false };
+      this.devices.set(record.deviceId, device);
+    }
+    const previous = device.pending;
+    if (previous) this.unlink(previous);
     let klass: Klass;
     if (previous?.klass === 'change' || (previous && previous.record.versionHash !== record.versionHash)) klass = 'change';
-    else if (knownHash === undefined) klass = 'first';
-    else klass = knownHash === record.versionHash ? 'seen' : 'change';
-    const bytes = heartbeatBytes(record);
-    this.queues[klass].set(record.deviceId, { record, klass, bytes });
-    this.heartbeatBytesTotal += bytes;
+    else if (device.written === undefined) klass = 'first';
+    else klass = device.written === record.versionHash ? 'seen' : 'change';
+    const pending: Pending = { record, klass, bytes: heartbeatBytes(record), device };
+    device.pending = pending;
+    this.queues[klass].push(pending);
+    this.live[klass]++;
+    this.heartbeatBytesTotal += pending.bytes;
     this.enforceBudget();
   }
 
@@ -115,24 +156,35 @@ export class WriteBuffer {
   /** Everything pending, oldest first; the buffer is empty afterwards. */
   take(): Taken {
     const heartbeats: HeartbeatRecord[] = [];
-    for (const queue of Object.values(this.queues)) {
-      for (const pending of queue.values()) heartbeats.push(pending.record);
-      queue.clear();
+    const devices: Device[] = [];
+    for (const klass of KLASSES) {
+      const queue = this.queues[klass];
+      for (let i = this.heads[klass]; i < queue.length; i++) {
+        const pending = queue[i]!;
+        if (pending.device.pending !== pending) continue;
+        pending.device.pending = undefined;
+        heartbeats.push(pending.record);
+        devices.push(pending.device); // kept in the map: `written` or `putBack` comes next
+      }
+      this.live[klass] = 0;
+      this.heads[klass] = 0;
     }
-    delete this.cursors.seen;
-    delete this.cursors.first;
+    this.queues = { seen: [], first: [], change: [] };
+    this.staleBytes = 0;
     const reports = this.reports;
     this.reports = [];
     this.heartbeatBytesTotal = 0;
     this.reportBytesTotal = 0;
-    return { heartbeats, reports };
+    return { heartbeats, reports, devices };
   }
 
   /** A flush failed: its records go back, unless a newer heartbeat of the device came in since. */
   putBack(taken: Taken): void {
-    for (const record of taken.heartbeats) {
-      if (!this.pendingFor(record.deviceId)) this.addHeartbeat(record);
-    }
+    taken.heartbeats.forEach((record, i) => {
+      const device = taken.devices[i];
+      const current = device && !device.forgotten ? device : this.devices.get(record.deviceId);
+      if (!current?.pending) this.addHeartbeat(record);
+    });
     const newer = this.reports;
     this.reports = [];
     this.reportBytesTotal = 0;
@@ -140,20 +192,34 @@ export class WriteBuffer {
   }
 
   /** A flush committed: these devices are now known at these versions. */
-  written(heartbeats: readonly HeartbeatRecord[]): void {
-    for (const r of heartbeats) {
-      // Only a device new to the map or on another version moves: the oldest entry is then the
-      // one known longest without a change, and a steady heartbeat costs one lookup here.
-      if (this.known.get(r.deviceId) === r.versionHash) continue;
-      this.known.delete(r.deviceId);
-      this.known.set(r.deviceId, this.shared(r.versionHash));
-    }
-    // One pass from the oldest: a fresh keys() iterator per eviction would walk the holes the
-    // earlier deletions left at the front of the Map, again and again.
-    let excess = this.known.size - this.knownLimit;
+  written(taken: Taken): void {
+    taken.heartbeats.forEach((r, i) => {
+      const device = taken.devices[i]!;
+      // A steady heartbeat changes nothing here. Only a device new to the memory or on another
+      // version moves to the end: the oldest entry is then the one known longest without a
+      // change.
+      if (device.written === r.versionHash && !device.forgotten) return;
+      if (device.forgotten) {
+        if (this.devices.has(device.id)) return; // a newer entry for it exists
+        device.forgotten = false;
+      } else {
+        this.devices.delete(device.id);
+      }
+      if (device.written === undefined) this.remembered++;
+      device.written = this.shared(r.versionHash);
+      this.devices.set(device.id, device);
+    });
+    // One pass from the oldest: a fresh iterator per eviction would walk the holes the earlier
+    // deletions left at the front of the Map, again and again. A device with a heartbeat
+    // pending stays in the map (its pending heartbeat is reached through it); only its
+    // written version is forgotten.
+    let excess = this.remembered - this.knownLimit;
     if (excess <= 0) return;
-    for (const id of this.known.keys()) {
-      this.known.delete(id);
+    for (const device of this.devices.values()) {
+      if (device.written === undefined) continue;
+      device.written = undefined;
+      this.remembered--;
+      if (!device.pending) this.forget(device);
       if (--excess === 0) break;
     }
   }
@@ -167,47 +233,64 @@ export class WriteBuffer {
     return hash;
   }
 
-  private pendingFor(deviceId: string): Pending | undefined {
-    return this.queues.seen.get(deviceId) ?? this.queues.first.get(deviceId) ?? this.queues.change.get(deviceId);
+  /** Takes an entry that holds nothing out of the map. */
+  private forget(device: Device): void {
+    if (device.written !== undefined) {
+      device.written = undefined;
+      this.remembered--;
+    }
+    this.devices.delete(device.id);
+    device.forgotten = true;
   }
 
-  private remove(deviceId: string): Pending | undefined {
-    const pending = this.pendingFor(deviceId);
-    if (pending) {
-      this.queues[pending.klass].delete(deviceId);
-      this.heartbeatBytesTotal -= pending.bytes;
-    }
-    return pending;
+  /** A pending heartbeat leaves its queue (replaced or dropped): its slot turns stale. */
+  private unlink(pending: Pending): void {
+    pending.device.pending = undefined;
+    this.live[pending.klass]--;
+    this.heartbeatBytesTotal -= pending.bytes;
+    this.staleBytes += pending.bytes;
   }
 
   private enforceBudget(): void {
     while (this.bytes > this.budgetBytes) {
       const victim = this.oldest('seen') ?? this.oldest('first');
       if (victim) {
-        this.remove(victim.record.deviceId);
-        this.dropped[victim.klass === 'seen' ? 'last_seen' : 'new_device']++;
+        this.unlink(victim);
+        if (victim.klass === 'seen') {
+          this.dropped.last_seen++;
+        } else {
+          this.dropped.new_device++;
+          if (victim.device.written === undefined) this.forget(victim.device); // a flood of invented ids leaves nothing
+        }
       } else if (this.reportBytesTotal > this.budgetBytes) {
         this.reportBytesTotal -= reportBytes(this.reports.shift()!);
         this.dropped.report_overflow++;
       } else {
-        return; // what is left is version changes and reports: kept
+        break; // what is left is version changes and reports: kept
       }
     }
+    if (this.staleBytes > this.budgetBytes / 8) this.compact();
+  }
+
+  /** The oldest live slot of a queue; the head moves past the stale ones before it. */
+  private oldest(klass: Klass): Pending | undefined {
+    const queue = this.queues[klass];
+    let at = this.heads[klass];
+    while (at < queue.length && queue[at]!.device.pending !== queue[at]) at++;
+    this.heads[klass] = at;
+    return queue[at];
   }
 
   /**
-   * The oldest pending heartbeat of a queue, read from an iterator kept between calls: a full
-   * buffer drops one per heartbeat that arrives, and a fresh values() iterator each time would
-   * walk every hole the earlier drops left at the front of the Map (a fleet thread spent whole
-   * seconds there, the buffer full behind a slow flush). A Map iterator skips deleted entries
-   * and sees entries added after it; once done it stays done, so a new one starts then.
+   * Drops the stale slots of every queue. It runs once they hold an eighth of the budget, so
+   * each pass removes at least that much for the live slots it copies: linear in the
+   * heartbeats, not in heartbeats × queue length.
    */
-  private oldest(klass: 'seen' | 'first'): Pending | undefined {
-    let next = this.cursors[klass]?.next();
-    if (!next || next.done) {
-      this.cursors[klass] = this.queues[klass].values();
-      next = this.cursors[klass].next();
+  private compact(): void {
+    for (const klass of KLASSES) {
+      this.queues[klass] = this.queues[klass].filter((p) => p.device.pending === p);
+      this.heads[klass] = 0;
     }
-    return next.done ? undefined : next.value;
+    this.staleBytes = 0;
   }
 }

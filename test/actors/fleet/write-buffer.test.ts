@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
-import { heartbeatBytes, WriteBuffer } from '../../../src/actors/fleet/write-buffer.js';
+import { heartbeatBytes, KNOWN_ENTRY_BYTES, WriteBuffer } from '../../../src/actors/fleet/write-buffer.js';
 
 const H = (n: number) => n.toString(16).padStart(64, '0');
 let clock = 0;
@@ -28,7 +28,7 @@ t.test('a full budget drops the oldest last_seen-only update first, never a vers
   b.addHeartbeat(hb('dev-001'));
   b.addHeartbeat(hb('dev-002'));
   b.addHeartbeat(hb('dev-003'));
-  b.written(b.take().heartbeats); // all three known at H(1)
+  b.written(b.take()); // all three known at H(1)
   b.addHeartbeat(hb('dev-001')); // last_seen only
   b.addHeartbeat(hb('dev-002', H(2))); // a version change
   b.addHeartbeat(hb('dev-003')); // last_seen only
@@ -91,10 +91,10 @@ t.test('a failed flush puts its records back behind newer heartbeats of the same
 });
 
 t.test('the device → version memory keeps the devices most recently new or moved, within its budget', async (t) => {
-  const b = new WriteBuffer(2 * one, 3 * 160);
+  const b = new WriteBuffer(2 * one, 3 * KNOWN_ENTRY_BYTES);
   for (let i = 0; i < 50; i++) {
     b.addHeartbeat(hb(`dev-${String(i).padStart(3, '0')}`));
-    b.written(b.take().heartbeats);
+    b.written(b.take());
   }
   t.equal(b.knownDevices, 3, 'bounded');
   // dev-049 is still known: its heartbeat is a last_seen-only update, dropped before a first sighting.
@@ -103,4 +103,40 @@ t.test('the device → version memory keeps the devices most recently new or mov
   b.addHeartbeat(hb('dev-100'));
   t.same(b.dropped, { last_seen: 1, new_device: 0, report_overflow: 0 });
   t.same(b.take().heartbeats.map((h) => h.deviceId), ['dev-000', 'dev-100'], 'dev-000 was forgotten: a first sighting again');
+});
+
+t.test('one device heartbeating without pause holds one record, and its replaced ones are let go', async (t) => {
+  const budget = 64 * 1024;
+  const b = new WriteBuffer(budget);
+  b.addHeartbeat(hb('steady'));
+  b.written(b.take());
+  let most = 0;
+  for (let i = 0; i < 20_000; i++) {
+    b.addHeartbeat(hb('busy'));
+    b.addHeartbeat(hb('steady'));
+    most = Math.max(most, b.queuedSlots);
+  }
+  t.equal(b.pendingHeartbeats, 2);
+  // Replaced heartbeats leave stale slots until a compaction: at most an eighth of the budget.
+  t.ok(most * one <= budget / 8 + 3 * one, `at most ${most} slots held`);
+  t.same(b.dropped, { last_seen: 0, new_device: 0, report_overflow: 0 });
+  const taken = b.take();
+  t.same(taken.heartbeats.map((h) => h.deviceId), ['steady', 'busy'], 'the known device is a last_seen update, the other a first sighting');
+  t.equal(b.queuedSlots, 0);
+});
+
+t.test('a device dropped as a first sighting while its first flush is under way is remembered when that flush lands', async (t) => {
+  const b = new WriteBuffer(one);
+  b.addHeartbeat(hb('new'));
+  const inFlight = b.take();
+  b.addHeartbeat(hb('other'));
+  b.addHeartbeat(hb('new')); // over budget: 'other', the oldest first sighting, is dropped
+  b.addHeartbeat(hb('third')); // and now 'new' itself: never written, so it is forgotten
+  t.equal(b.dropped.new_device, 2);
+  b.written(inFlight);
+  t.equal(b.knownDevices, 1);
+  b.take();
+  b.addHeartbeat(hb('new'));
+  b.addHeartbeat(hb('fourth'));
+  t.same(b.dropped, { last_seen: 1, new_device: 2, report_overflow: 0 }, "'new' is known now: its heartbeat goes first, as a last_seen update");
 });
