@@ -110,6 +110,11 @@ export class WriteBuffer {
     return this.reports.length;
   }
 
+  /** Entries in the device map: remembered, pending, or in a flush under way (their bound is tested). */
+  get deviceEntries(): number {
+    return this.devices.size;
+  }
+
   /** Slots in the heartbeat queues, live and stale (their bound is tested). */
   get queuedSlots(): number {
     return this.queues.seen.length + this.queues.first.length + this.queues.change.length;
@@ -194,17 +199,15 @@ export class WriteBuffer {
   /** A flush committed: these devices are now known at these versions. */
   written(taken: Taken): void {
     taken.heartbeats.forEach((r, i) => {
-      const device = taken.devices[i]!;
+      let device = taken.devices[i]!;
+      // Forgotten while this flush was under way (its heartbeat since dropped): what landed
+      // goes to the device's newer entry if a heartbeat made one, else the entry comes back.
+      if (device.forgotten) device = this.devices.get(device.id) ?? this.revive(device);
       // A steady heartbeat changes nothing here. Only a device new to the memory or on another
       // version moves to the end: the oldest entry is then the one known longest without a
       // change.
-      if (device.written === r.versionHash && !device.forgotten) return;
-      if (device.forgotten) {
-        if (this.devices.has(device.id)) return; // a newer entry for it exists
-        device.forgotten = false;
-      } else {
-        this.devices.delete(device.id);
-      }
+      if (device.written === r.versionHash) return;
+      this.devices.delete(device.id);
       if (device.written === undefined) this.remembered++;
       device.written = this.shared(r.versionHash);
       this.devices.set(device.id, device);
@@ -233,6 +236,11 @@ export class WriteBuffer {
     return hash;
   }
 
+  private revive(device: Device): Device {
+    device.forgotten = false;
+    return device;
+  }
+
   /** Takes an entry that holds nothing out of the map. */
   private forget(device: Device): void {
     if (device.written !== undefined) {
@@ -256,12 +264,10 @@ export class WriteBuffer {
       const victim = this.oldest('seen') ?? this.oldest('first');
       if (victim) {
         this.unlink(victim);
-        if (victim.klass === 'seen') {
-          this.dropped.last_seen++;
-        } else {
-          this.dropped.new_device++;
-          if (victim.device.written === undefined) this.forget(victim.device); // a flood of invented ids leaves nothing
-        }
+        this.dropped[victim.klass === 'seen' ? 'last_seen' : 'new_device']++;
+        // An entry left holding nothing goes: a first sighting (a flood of invented ids leaves
+        // nothing behind), or a known device whose written version was forgotten meanwhile.
+        if (victim.device.written === undefined) this.forget(victim.device);
       } else if (this.reportBytesTotal > this.budgetBytes) {
         this.reportBytesTotal -= reportBytes(this.reports.shift()!);
         this.dropped.report_overflow++;

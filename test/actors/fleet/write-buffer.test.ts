@@ -140,3 +140,36 @@ t.test('a device dropped as a first sighting while its first flush is under way 
   b.addHeartbeat(hb('fourth'));
   t.same(b.dropped, { last_seen: 1, new_device: 2, report_overflow: 0 }, "'new' is known now: its heartbeat goes first, as a last_seen update");
 });
+
+t.test('a known device forgotten while its heartbeat waits, and that heartbeat then dropped, leaves no entry behind', async (t) => {
+  const b = new WriteBuffer(2 * one, KNOWN_ENTRY_BYTES);
+  for (let i = 0; i < 50; i++) {
+    b.addHeartbeat(hb(`d${i}`));
+    b.written(b.take());
+    b.addHeartbeat(hb(`e${i}`));
+    const inFlight = b.take();
+    b.addHeartbeat(hb(`d${i}`)); // a last_seen update
+    b.written(inFlight); // e_i is remembered; d_i, the only one before, is forgotten
+    b.addHeartbeat(hb(`f${i}`));
+    b.addHeartbeat(hb(`g${i}`)); // over budget: d_i's update is dropped first
+    b.written(b.take());
+  }
+  t.equal(b.knownDevices, 1, 'one remembered, as the budget allows');
+  t.equal(b.deviceEntries, 1, 'and no entry holding nothing');
+});
+
+t.test('a flush that lands after its device was forgotten and seen again is recorded on the newer entry', async (t) => {
+  const b = new WriteBuffer(one);
+  b.addHeartbeat(hb('a'));
+  const inFlight = b.take();
+  b.addHeartbeat(hb('a'));
+  b.addHeartbeat(hb('x')); // drops a's first sighting: its entry is forgotten
+  b.addHeartbeat(hb('a')); // a newer entry for a; x is dropped
+  b.written(inFlight);
+  t.equal(b.knownDevices, 1, 'a is remembered at the version that landed');
+  b.take();
+  b.addHeartbeat(hb('a', H(2)));
+  b.addHeartbeat(hb('y'));
+  t.equal(b.dropped.new_device, 3, 'y, not a: a moving to another version is a change, never dropped');
+  t.ok(b.take().heartbeats.some((h) => h.deviceId === 'a' && h.versionHash === H(2)));
+});
