@@ -202,7 +202,10 @@ export class WriteBuffer {
       let device = taken.devices[i]!;
       // Forgotten while this flush was under way (its heartbeat since dropped): what landed
       // goes to the device's newer entry if a heartbeat made one, else the entry comes back.
-      if (device.forgotten) device = this.devices.get(device.id) ?? this.revive(device);
+      if (device.forgotten) {
+        device = this.devices.get(device.id) ?? device;
+        device.forgotten = false;
+      }
       // A steady heartbeat changes nothing here. Only a device new to the memory or on another
       // version moves to the end: the oldest entry is then the one known longest without a
       // change.
@@ -234,11 +237,6 @@ export class WriteBuffer {
     if (this.hashes.size >= SHARED_HASHES) this.hashes.clear();
     this.hashes.set(hash, hash);
     return hash;
-  }
-
-  private revive(device: Device): Device {
-    device.forgotten = false;
-    return device;
   }
 
   /** Takes an entry that holds nothing out of the map. */
