@@ -45,8 +45,31 @@ export async function createTestDatabase(engine: Engine, dir: string): Promise<T
   return {
     engine,
     location: url.toString(),
-    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    drop: () => dropDatabase(name),
   };
+}
+
+const INSUFFICIENT_PRIVILEGE = '42501';
+
+/**
+ * FORCE ends the connections left to the database, but an autovacuum worker vacuuming it can only
+ * be ended by a superuser or a member of `pg_signal_backend` (.ci/run grants it). Without that
+ * grant, wait for the worker to finish rather than leave the database behind.
+ */
+async function dropDatabase(name: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== INSUFFICIENT_PRIVILEGE) throw err;
+      if (Date.now() > deadline) {
+        throw new Error(`dropping the test database ${name}: ${(err as Error).message} (grant pg_signal_backend to the test role)`, { cause: err });
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }
 
 /** A fresh database of the engine, opened, and dropped with its directory when `t` ends. */
