@@ -14,7 +14,12 @@ import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
 // reports alone fill the whole budget (the database has been down for long) does the oldest
 // one go, counted as `report_overflow`. What the buffer remembers of each device (the version
 // hash last written, the hash strings shared) is bounded by entry count, forgetting first the
-// device whose entry changed longest ago, so it is a fixed budget too.
+// device whose entry changed longest ago, so it is a fixed budget too. Once that memory is
+// full, only one device new to it in ADMIT_EVERY takes the place of the oldest: devices check
+// in in turn, so in a fleet larger than the memory, admitting every one would forget each
+// device just before it checks in again (none remembered, every heartbeat a first sighting),
+// where admitting a few keeps most of the fleet remembered, and slows a flood of invented
+// ids pushing real devices out.
 //
 // One Map lookup per heartbeat: a device's entry holds both what was last written and its
 // pending heartbeat, and the three queues are arrays. At tens of thousands of heartbeats a
@@ -43,6 +48,8 @@ export function reportBytes(r: ReportRecord): number {
  * device, before the entry object, was 70 to 96 bytes: the one lookup costs that memory.)
  */
 export const KNOWN_ENTRY_BYTES = 200;
+/** Once the device memory is full, one device new to it in this many is remembered (see above). */
+export const ADMIT_EVERY = 8;
 /** Distinct version hashes shared by the remembered devices before that little table starts over. */
 const SHARED_HASHES = 1024;
 const KLASSES = ['seen', 'first', 'change'] as const;
@@ -84,12 +91,17 @@ export class WriteBuffer {
   /** Entries with a `written` hash; the map also holds devices only pending. */
   private remembered = 0;
   private readonly knownLimit: number;
+  /** Devices refused by the full memory since the last one admitted. */
+  private refusedSinceAdmit = 0;
   private readonly hashes = new Map<string, string>();
   private heartbeatBytesTotal = 0;
   readonly dropped: Record<DropReason, number> = { last_seen: 0, new_device: 0, report_overflow: 0 };
 
-  /** `knownBytes` bounds the device → version memory with which updates are classified. */
-  constructor(readonly budgetBytes: number, knownBytes = budgetBytes) {
+  /**
+   * `knownBytes` bounds the device → version memory with which updates are classified;
+   * `admitEvery` is ADMIT_EVERY but for tests of what the memory forgets.
+   */
+  constructor(readonly budgetBytes: number, knownBytes = budgetBytes, private readonly admitEvery = ADMIT_EVERY) {
     this.knownLimit = Math.max(1, Math.floor(knownBytes / KNOWN_ENTRY_BYTES));
   }
 
@@ -104,6 +116,11 @@ export class WriteBuffer {
   /** Devices whose written version the buffer remembers (bounded by the `known` budget). */
   get knownDevices(): number {
     return this.remembered;
+  }
+
+  /** Pending heartbeats by class (what a test checks of the classification). */
+  get pendingByClass(): Readonly<Record<Klass, number>> {
+    return { ...this.live };
   }
 
   get pendingReports(): number {
@@ -210,6 +227,11 @@ export class WriteBuffer {
       // version moves to the end: the oldest entry is then the one known longest without a
       // change.
       if (device.written === r.versionHash) return;
+      if (device.written === undefined && this.remembered >= this.knownLimit && ++this.refusedSinceAdmit < this.admitEvery) {
+        if (!device.pending) this.forget(device); // nothing else holds it: its next heartbeat is a first sighting
+        return;
+      }
+      if (device.written === undefined && this.remembered >= this.knownLimit) this.refusedSinceAdmit = 0;
       this.devices.delete(device.id);
       if (device.written === undefined) this.remembered++;
       device.written = this.shared(r.versionHash);

@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
-import { heartbeatBytes, KNOWN_ENTRY_BYTES, WriteBuffer } from '../../../src/actors/fleet/write-buffer.js';
+import { ADMIT_EVERY, heartbeatBytes, KNOWN_ENTRY_BYTES, WriteBuffer } from '../../../src/actors/fleet/write-buffer.js';
 
 const H = (n: number) => n.toString(16).padStart(64, '0');
 let clock = 0;
@@ -91,7 +91,7 @@ t.test('a failed flush puts its records back behind newer heartbeats of the same
 });
 
 t.test('the device → version memory keeps the devices most recently new or moved, within its budget', async (t) => {
-  const b = new WriteBuffer(2 * one, 3 * KNOWN_ENTRY_BYTES);
+  const b = new WriteBuffer(2 * one, 3 * KNOWN_ENTRY_BYTES, 1); // every new device admitted: the order of forgetting
   for (let i = 0; i < 50; i++) {
     b.addHeartbeat(hb(`dev-${String(i).padStart(3, '0')}`));
     b.written(b.take());
@@ -103,6 +103,40 @@ t.test('the device → version memory keeps the devices most recently new or mov
   b.addHeartbeat(hb('dev-100'));
   t.same(b.dropped, { last_seen: 1, new_device: 0, report_overflow: 0 });
   t.same(b.take().heartbeats.map((h) => h.deviceId), ['dev-000', 'dev-100'], 'dev-000 was forgotten: a first sighting again');
+});
+
+t.test('a fleet larger than the memory, checking in in turn, stays mostly remembered', async (t) => {
+  const limit = 100;
+  const fleet = 125;
+  for (const admitEvery of [ADMIT_EVERY, 1]) {
+    const b = new WriteBuffer(1024 * one, limit * KNOWN_ENTRY_BYTES, admitEvery);
+    let firstSightings = 0;
+    for (let round = 0; round < 20; round++) {
+      // A flush every 10 heartbeats: shorter than the fleet's turn, as in the field.
+      for (let i = 0; i < fleet; i += 10) {
+        for (let j = i; j < Math.min(i + 10, fleet); j++) b.addHeartbeat(hb(`dev-${j}`));
+        if (round === 19) firstSightings += b.pendingByClass.first;
+        b.written(b.take());
+      }
+      t.ok(b.knownDevices <= limit && b.deviceEntries <= limit, `round ${round}: within the memory's bound`);
+    }
+    if (admitEvery === 1) {
+      t.equal(firstSightings, fleet, 'admitting every device, each one is forgotten just before it checks in again');
+    } else {
+      t.ok(firstSightings <= fleet - limit + limit / 4, `${firstSightings} of ${fleet} heartbeats were first sightings (the memory holds ${limit})`);
+    }
+  }
+  // A version change of a remembered device is still a change.
+  const b = new WriteBuffer(1024 * one, limit * KNOWN_ENTRY_BYTES);
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < fleet; i++) {
+      b.addHeartbeat(hb(`dev-${i}`));
+      if (i % 10 === 9) b.written(b.take());
+    }
+    b.written(b.take());
+  }
+  for (let i = 0; i < fleet; i++) b.addHeartbeat(hb(`dev-${i}`, H(2)));
+  t.ok(b.pendingByClass.change >= limit * 3 / 4, `${b.pendingByClass.change} of ${fleet} moves seen as changes`);
 });
 
 t.test('one device heartbeating without pause holds one record, and its replaced ones are let go', async (t) => {
