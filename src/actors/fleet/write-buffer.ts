@@ -5,9 +5,9 @@ import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
 // oldest first, and a full budget drops in this order:
 //
 //   seen    the device's known version, unchanged: only last_seen would move   ← dropped first
-//   first   a device this buffer has not seen written yet (maybe new, maybe evicted from
-//           `known`): dropped only when no `seen` is left, so a flood of random ids
-//           cannot grow memory
+//   first   a device whose written version the buffer does not remember (new, forgotten,
+//           or never admitted to a full memory): dropped only when no `seen` is left, so a
+//           flood of random ids cannot grow memory
 //   change  a known device on another version: never dropped
 //
 // Reports are never dropped while the budget holds any heartbeat to drop instead; only when

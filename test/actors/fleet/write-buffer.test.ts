@@ -176,7 +176,7 @@ t.test('a device dropped as a first sighting while its first flush is under way 
 });
 
 t.test('a known device forgotten while its heartbeat waits, and that heartbeat then dropped, leaves no entry behind', async (t) => {
-  const b = new WriteBuffer(2 * one, KNOWN_ENTRY_BYTES);
+  const b = new WriteBuffer(2 * one, KNOWN_ENTRY_BYTES, 1); // every new device admitted, so d_i is forgotten each time
   for (let i = 0; i < 50; i++) {
     b.addHeartbeat(hb(`d${i}`));
     b.written(b.take());
