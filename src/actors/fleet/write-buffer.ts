@@ -227,11 +227,13 @@ export class WriteBuffer {
       // version moves to the end: the oldest entry is then the one known longest without a
       // change.
       if (device.written === r.versionHash) return;
-      if (device.written === undefined && this.remembered >= this.knownLimit && ++this.refusedSinceAdmit < this.admitEvery) {
-        if (!device.pending) this.forget(device); // nothing else holds it: its next heartbeat is a first sighting
-        return;
+      if (device.written === undefined && this.remembered >= this.knownLimit) {
+        if (++this.refusedSinceAdmit < this.admitEvery) {
+          if (!device.pending) this.forget(device); // nothing else holds it: its next heartbeat is a first sighting
+          return;
+        }
+        this.refusedSinceAdmit = 0;
       }
-      if (device.written === undefined && this.remembered >= this.knownLimit) this.refusedSinceAdmit = 0;
       this.devices.delete(device.id);
       if (device.written === undefined) this.remembered++;
       device.written = this.shared(r.versionHash);
@@ -261,12 +263,8 @@ export class WriteBuffer {
     return hash;
   }
 
-  /** Takes an entry that holds nothing out of the map. */
+  /** Takes an entry that holds nothing (no written version, no pending heartbeat) out of the map. */
   private forget(device: Device): void {
-    if (device.written !== undefined) {
-      device.written = undefined;
-      this.remembered--;
-    }
     this.devices.delete(device.id);
     device.forgotten = true;
   }
