@@ -34,6 +34,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       ...(admin.tokenFile !== undefined ? { tokenFile: admin.tokenFile } : {}),
       authFailureBurst: admin.authFailureBurst,
       authFailureRefillPerSecond: admin.authFailureRefillPerSecond,
+      auditMaxAgeMs: admin.auditMaxAgeMs,
     },
     artifacts,
     // The fleet database defaults to an SQLite file in the store directory.
