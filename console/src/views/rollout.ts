@@ -4,6 +4,7 @@ import { ApiError, post } from '../api.js';
 import { absoluteTime, percent, relativeTime } from '../format.js';
 import type { Rollout } from '../types.js';
 import { Hash } from './common.js';
+import { can } from '../identity.js';
 
 export function RolloutBadge({ rollout }: { rollout: Rollout }) {
   return html`<span class=${`badge state-${rollout.state}`}>${rollout.state} · ${rollout.percent} %</span>`;
@@ -85,7 +86,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
         <div><dt>Target</dt><dd><${Hash} value=${rollout.target_hash} /></dd></div>
         <div><dt>Stable</dt><dd>${rollout.stable_hash ? html`<${Hash} value=${rollout.stable_hash} />` : 'none (first rollout of the track)'}</dd></div>
       </dl>
-      ${live ? html`
+      ${live && can('POST', '/admin/rollout') ? html`
         <div class="actions">
           ${rollout.state === 'running' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'pause' }, 'Rollout paused.')}>Pause</button>` : null}
           ${rollout.state === 'paused' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'resume' }, 'Rollout resumed.')}>Resume</button>` : null}

@@ -7,8 +7,8 @@ import type { Principal } from './admin-auth.js';
 // text the handler or the error chose, and request bodies are not copied.
 //
 // A flood of bad tokens is answered 429 as fast as the attacker can send; one row each would
-// let them grow the database at will. So 429s are written as one row a second per replica,
-// whose detail counts the requests it stands for.
+// let them grow the database at will. So the first 429 is written as it comes, and those that
+// follow within the next second are written as one row that counts them.
 
 const MAX_DETAIL = 500;
 const MAX_PATH = 1024;
@@ -40,7 +40,7 @@ export class AdminAudit {
       status,
       detail: detail.length > MAX_DETAIL ? `${detail.slice(0, MAX_DETAIL)}…` : detail,
     };
-    if (status === 429) return this.throttle(row);
+    if (status === 429 && this.throttle(row)) return;
     this.pending.push(row);
     // The rows of one event-loop turn travel in one message.
     if (!this.scheduled) {
@@ -59,18 +59,21 @@ export class AdminAudit {
     this.send?.(rows);
   }
 
-  private throttle(row: AuditRecord): void {
+  /** True when the 429 is counted into a later row; false when it opens a window and is written itself. */
+  private throttle(row: AuditRecord): boolean {
     if (this.throttled) {
+      if (this.throttled.count === 0) this.throttled.first = row;
       this.throttled.count += 1;
-      return;
+      return true;
     }
-    this.throttled = { first: row, count: 1 };
+    this.throttled = { first: row, count: 0 };
     this.throttledTimer = setTimeout(() => {
       this.throttledTimer = undefined;
       this.closeThrottled();
       this.flush();
     }, THROTTLED_ROW_MS);
     this.throttledTimer.unref();
+    return false;
   }
 
   private closeThrottled(): void {
@@ -79,7 +82,6 @@ export class AdminAudit {
     this.throttled = undefined;
     clearTimeout(this.throttledTimer);
     this.throttledTimer = undefined;
-    const more = t.count - 1;
-    this.pending.push({ ...t.first, detail: more > 0 ? `${t.first.detail}; ${more} more refused with 429 within a second` : t.first.detail });
+    if (t.count > 0) this.pending.push({ ...t.first, detail: `${t.count} requests refused with 429 within a second, the first: ${t.first.detail}` });
   }
 }
