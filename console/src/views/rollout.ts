@@ -99,7 +99,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
           </form>
         </div>` : null}
       <p class=${message?.error ? 'message error' : 'message'} role="status">${message?.text ?? ''}</p>
-      <dialog ref=${dialog} aria-labelledby="abort-heading">
+      ${can('POST', '/admin/rollout') ? html`<dialog ref=${dialog} aria-labelledby="abort-heading">
         <form method="dialog" onSubmit=${confirmAbort}>
           <h2 id="abort-heading">Abort the rollout of ${rollout.target_version}?</h2>
           <p>No more devices will be offered ${rollout.target_version} on ${artifact}. This cannot be resumed.</p>
@@ -110,6 +110,6 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
             <button type="submit" class="danger">Abort rollout</button>
           </div>
         </form>
-      </dialog>
+      </dialog>` : null}
     </section>`;
 }
