@@ -11,7 +11,8 @@ import { roleAllows, routeRole, type AdminMethod, type Role } from '../../shared
 import { registerFleetRoutes } from './fleet-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
-import { exchange, methodNotAllowed, sendError, sendJson, type Exchange } from './respond.js';
+import type { AdminQuery, AdminRoute } from './admin-route.js';
+import { exchange, methodNotAllowed, sendError, sendJson } from './respond.js';
 
 // The admin API of spec 4.2 (bodies: interface.md), HTTP only. Every /admin/* path, known or
 // not, is authenticated first; the Authorization header is read here and never logged.
@@ -24,22 +25,6 @@ import { exchange, methodNotAllowed, sendError, sendJson, type Exchange } from '
 // (src/shared/admin-roles.ts), which names the role it takes; a route without one stops the
 // server at start. Adding a route is adding its row there.
 
-
-/** What a handler gets from the request, read before the first await (uWS reuses it after). */
-export interface AdminQuery {
-  artifact?: string;
-  /** The whole query string, for calls that check every key. */
-  raw: string;
-  /** The `:param` path segment, for routes that have one. */
-  param?: string;
-  /** Who is calling: the configured token or an operator token. */
-  who: Principal;
-  /** What the audit row says on success, set by the handler (never a secret). */
-  audit: { detail?: string };
-}
-
-export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
-export type AdminRoute = (method: 'get' | 'post' | 'put' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => void;
 
 const METHODS = { get: 'GET', post: 'POST', put: 'PUT', del: 'DELETE' } as const satisfies Record<string, AdminMethod>;
 

@@ -7,7 +7,7 @@ import { invalidField as fail, refuseUnknownFields } from '../../shared/input.js
 import type { ActorContext } from '../runtime.js';
 import { newOperatorToken, tokenHash, type OperatorAuth } from './admin-auth.js';
 import { objectBody } from './admin-body.js';
-import type { AdminRoute } from './admin-routes.js';
+import type { AdminRoute } from './admin-route.js';
 import { parseLimit, parseQuery } from './fleet-query.js';
 import { methodNotAllowed, sendJson } from './respond.js';
 
