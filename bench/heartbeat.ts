@@ -51,7 +51,7 @@ export const THREADS = 1;
 /** Server / bare uWS heartbeats per second. */
 export const GOAL_MIN_RATIO = 0.55;
 export const BINARY_BYTES = 256 * 1024;
-const DEVICES = positiveInt(process.env.BENCH_HEARTBEAT_DEVICES, 100_000);
+export const DEVICES = positiveInt(process.env.BENCH_HEARTBEAT_DEVICES, 100_000);
 const ENGINES = listOf('BENCH_HEARTBEAT_ENGINES', ['sqlite', 'postgres'], ['sqlite', 'postgres']) as Engine[];
 const TRANSPORTS = listOf('BENCH_HEARTBEAT_TRANSPORTS', ['http', 'coap'], ['http', 'coap']) as Transport[];
 const KINDS = listOf('BENCH_HEARTBEAT_KINDS', ['current'], ['current', 'delta']) as Kind[];
