@@ -34,11 +34,13 @@ export function fleetHeartbeat(id: string, shape: HeartbeatShape): Record<string
 }
 
 /**
- * A wrk script whose every request POSTs a heartbeat from the next of `devices` ids. With a
+ * A wrk script whose every request POSTs a heartbeat from the next of `devices` ids, from
+ * device `first` on (a run that goes on where the last one stopped reaches every device, where
+ * runs that each started at device 0 would send the low ids again and again). With a
  * `tokensFile` (one device token a line, device 0 first) each request also carries its
  * device's `Authorization: Bearer` header, as a fleet does with `devices.auth: on`.
  */
-export async function writeCyclingScript(dir: string, name: string, shape: HeartbeatShape, devices: number, tokensFile?: string): Promise<string> {
+export async function writeCyclingScript(dir: string, name: string, shape: HeartbeatShape, devices: number, tokensFile?: string, first = 0): Promise<string> {
   if (devices > 10 ** ID_DIGITS) throw new RangeError(`at most ${10 ** ID_DIGITS} device ids`);
   const path = join(dir, `${name}.lua`);
   const [prefix, suffix] = JSON.stringify(fleetHeartbeat('@@', shape)).split('"@@"');
@@ -46,7 +48,7 @@ export async function writeCyclingScript(dir: string, name: string, shape: Heart
   await writeFile(path, [
     'wrk.method = "POST"',
     'local headers = { ["Content-Type"] = "application/json" }',
-    'local n = 0',
+    `local n = ${Math.floor(first) % devices}`,
     `local prefix = [==[${prefix}"]==]`,
     `local suffix = [==["${suffix}]==]`,
     ...(tokensFile ? [

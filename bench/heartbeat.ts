@@ -176,17 +176,22 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
 
   const sides: Side[] = [];
   for (const kind of KINDS) {
-    const script = await writeCyclingScript(fixture.dir, `cycling-${kind}`, shapes[kind], DEVICES, tokensFile);
-    const http = (url: string) => async (seconds: number) => {
-      const r = await runWrk({ url, script, threads: THREADS, connections: CONNECTIONS, seconds });
-      // A refused or failed request is answered fast; counting it would flatter the server.
-      if (r.errors > 0) throw new Error(`${url}: ${r.errors} failed requests of ${r.requests}; the figure would be meaningless`);
-      return { perSecond: r.requestsPerSecond, answered: r.requests };
+    // Each side's runs go on through the fleet where its last run stopped: every device is reached.
+    const http = (url: string, name: string) => {
+      let first = 0;
+      return async (seconds: number) => {
+        const script = await writeCyclingScript(fixture.dir, `cycling-${kind}-${name}`, shapes[kind], DEVICES, tokensFile, first);
+        const r = await runWrk({ url, script, threads: THREADS, connections: CONNECTIONS, seconds });
+        // A refused or failed request is answered fast; counting it would flatter the server.
+        if (r.errors > 0) throw new Error(`${url}: ${r.errors} failed requests of ${r.requests}; the figure would be meaningless`);
+        first = (first + r.requests) % DEVICES;
+        return { perSecond: r.requestsPerSecond, answered: r.requests };
+      };
     };
     if (TRANSPORTS.includes('http')) {
-      sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`), runs: [] });
+      sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, 'bare'), runs: [] });
       for (const server of servers) {
-        sides.push({ label: `${server.engine} http ${kind}`, transport: 'http', kind, name: server.engine, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`), runs: [] });
+        sides.push({ label: `${server.engine} http ${kind}`, transport: 'http', kind, name: server.engine, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`, server.engine), runs: [] });
       }
     }
   }
@@ -200,10 +205,15 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     const bare = await startNodeProcess(join(THIS_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifest.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
     children.push(bare);
     console.log(`  current CoAP answer bytes: ${manifest.length}`);
-    const coap = (port: number) => async (seconds: number) => {
-      const r = await coapLoad(port, datagram, COAP_IN_FLIGHT, COAP_WARMUP_MS, seconds * 1000, vary);
-      if (Object.keys(r.codes).some((code) => code !== '2.05')) throw new Error(`CoAP port ${port}: answers ${JSON.stringify(r.codes)}; the figure would be meaningless`);
-      return { perSecond: r.perSecond, answered: r.okAll };
+    const coap = (port: number) => {
+      let first = 0;
+      return async (seconds: number) => {
+        const from = first;
+        const r = await coapLoad(port, datagram, COAP_IN_FLIGHT, COAP_WARMUP_MS, seconds * 1000, (d, n) => vary(d, from + n));
+        if (Object.keys(r.codes).some((code) => code !== '2.05')) throw new Error(`CoAP port ${port}: answers ${JSON.stringify(r.codes)}; the figure would be meaningless`);
+        first = (first + r.okAll) % DEVICES;
+        return { perSecond: r.perSecond, answered: r.okAll };
+      };
     };
     sides.push({ label: 'bare coap current', transport: 'coap', kind: 'current', name: 'bare', pid: bare.pid!, load: coap(barePort), runs: [] });
     for (const server of servers) {
