@@ -5,9 +5,38 @@ import type { HeartbeatRequest } from '../shared/wire/validate.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
-/** What a front-end extracts from a validated heartbeat. */
 /** What a heartbeat asks, as the wire validator produces it (defined beside it, once). */
 export type { HeartbeatRequest };
+
+/**
+ * Heartbeats as they cross to the manifester: one array per field, heartbeat i at index i of
+ * each. Structured cloning writes every property name of every object again; three arrays of
+ * strings cost each thread a third of the objects' serialization (src/actors/heartbeat-batcher.ts).
+ */
+export interface HeartbeatBatch {
+  readonly deviceIds: readonly string[];
+  readonly versionHashes: readonly string[];
+  readonly artifacts: readonly string[];
+}
+
+/** How a front-end wants its answers: the JSON body (HTTP), or CBOR with the CoAP chunk fields (CoAP). */
+export type AnswerEncoding = 'json' | 'cbor';
+
+/** An answer body in each encoding. */
+export interface EncodedAnswer {
+  readonly json: string;
+  readonly cbor: Uint8Array;
+}
+
+/**
+ * The answers of a batch, in its order: each answer's body, encoded once per answer by the
+ * manifester and kept with it; where a decision raised an error (e.g. ARTIFACT_NOT_FOUND) the
+ * body is null and `errors` holds the error at that index.
+ */
+export interface HeartbeatAnswers<T> {
+  readonly bodies: readonly (T | null)[];
+  readonly errors: readonly { readonly at: number; readonly error: SerializedError }[];
+}
 
 /** ManifestResponse with the JSON keys of the device protocol (src/shared/wire/keys.ts). */
 export type Manifest = ManifestWire;
@@ -25,21 +54,15 @@ export interface TrackReferences {
   history: string[];
 }
 
-/** One answer of a batch: the answer, or the error the decision raised (e.g. ARTIFACT_NOT_FOUND). */
-export type HeartbeatOutcome<T = Manifest> = { readonly value: T } | { readonly error: SerializedError };
-
 export interface ManifesterApi extends ControlApi, TrackAdminApi {
   /**
-   * Several heartbeats in one message, answered in order. A front-end under load batches the
-   * heartbeats that arrived together: one cross-thread message costs more than a decision.
+   * Several heartbeats in one message, answered in order, for both front-ends: a front-end
+   * under load batches the heartbeats that arrived together (one cross-thread message costs
+   * more than a decision), and gets each answer already encoded for its transport. The
+   * manifester encodes an answer once and keeps the bytes with it, so the front-ends, the
+   * busiest threads, neither clone a manifest object nor encode one per heartbeat.
    */
-  heartbeats(requests: readonly HeartbeatRequest[]): Promise<HeartbeatOutcome[]>;
-  /**
-   * The same, each manifest already serialized as the JSON body of interface.md. The
-   * manifester serializes an answer once and keeps the text with it, so the HTTP front-end,
-   * the busiest thread, neither clones a manifest object nor stringifies one per heartbeat.
-   */
-  heartbeatsJson(requests: readonly HeartbeatRequest[]): Promise<HeartbeatOutcome<string>[]>;
+  heartbeats<E extends AnswerEncoding>(batch: HeartbeatBatch, encoding: E): Promise<HeartbeatAnswers<EncodedAnswer[E]>>;
   health(): Promise<HealthView>;
   references(): Promise<TrackReferences>;
   /** Called by the store-keeper for every change to the store index. */
@@ -143,7 +166,6 @@ export const MANIFESTER_DEADLINES_MS = {
   ...CONTROL_DEADLINES_MS,
   /** A heartbeat answer is on the device's critical path; anything slower is an outage. */
   heartbeats: 5_000,
-  heartbeatsJson: 5_000,
   health: 5_000,
   /** Asked by the retention sweeper, which is in no hurry. */
   references: 5 * 60_000,

@@ -1,9 +1,9 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { HeartbeatBatcher } from '../heartbeat-batcher.js';
+import { manifesterBatcher } from '../heartbeat-batcher.js';
 import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { TransferLocator } from '../transfer-locator.js';
 import type { TransferKind } from '../../messages/store.js';
-import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES, type HeartbeatFields } from '../../shared/wire/validate.js';
+import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../shared/wire/validate.js';
 import { UpdaterError, errorIsInternal } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
@@ -59,18 +59,17 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
   };
   const allowed = new Map<string, string[]>();
 
-  // Heartbeats read in one event-loop turn travel to the manifester in one message.
-  const heartbeats = new HeartbeatBatcher((batch) =>
-    ctx.call('manifester', (m) => m.heartbeatsJson(batch)));
+  // Heartbeats that arrive together travel to the manifester in one message, answered as JSON text.
+  const heartbeats = manifesterBatcher(ctx, 'json');
 
   route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
     const receivedAtMs = Date.now();
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    const fields = parseJson(body);
-    const request = validateHeartbeat(fields);
-    send(ex, 200, await heartbeats.heartbeat(request));
+    // Parsed and validated once: every later stage takes this one typed heartbeat.
+    const heartbeat = validateHeartbeat(parseJson(body));
+    send(ex, 200, await heartbeats.heartbeat(heartbeat));
     // Only an answered heartbeat enters the inventory, and only once the device has its answer.
-    deps.fleet.heartbeat(fields as HeartbeatFields, request, 'http', receivedAtMs);
+    deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
   });
 
   route('post', '/report', 'report', async (ex, req) => {

@@ -1,4 +1,4 @@
-import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
+import type { HeartbeatAnswers, ManifesterApi } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
 import { readPrivateKeyFile } from '../../shared/signing.js';
@@ -77,13 +77,11 @@ await runActor(async (ctx) => {
   const leak = plantedLeak(ctx.log);
 
   return {
-    heartbeats: async (batch) => {
-      leak?.(batch.length);
-      return batch.map((request) => answer(() => manifester.heartbeat(request)));
-    },
-    heartbeatsJson: async (batch) => {
-      leak?.(batch.length);
-      return batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request))));
+    heartbeats: async (batch, encoding) => {
+      leak?.(batch.deviceIds.length);
+      return answerAll(batch.deviceIds.length, (i) => manifester.encoded(manifester.heartbeat({
+        deviceId: batch.deviceIds[i]!, versionHash: batch.versionHashes[i]!, artifact: batch.artifacts[i]!,
+      }), encoding));
     },
     health: async () => ({ ...manifester.health(), ...(cluster ? { database: cluster.tracks.condition } : {}) }),
     references: async () => ({
@@ -110,11 +108,17 @@ await runActor(async (ctx) => {
   } satisfies ManifesterApi;
 });
 
-/** One outcome of a batch: a thrown decision error travels as data beside the other answers. */
-function answer<T>(decide: () => T): HeartbeatOutcome<T> {
-  try {
-    return { value: decide() };
-  } catch (err) {
-    return { error: serializeError(err) };
+/** The answers of a batch: a decision that throws travels as data beside the other answers. */
+function answerAll<T>(count: number, answer: (i: number) => T): HeartbeatAnswers<T> {
+  const bodies = new Array<T | null>(count);
+  const errors: { at: number; error: ReturnType<typeof serializeError> }[] = [];
+  for (let i = 0; i < count; i++) {
+    try {
+      bodies[i] = answer(i);
+    } catch (err) {
+      bodies[i] = null;
+      errors.push({ at: i, error: serializeError(err) });
+    }
   }
+  return { bodies, errors };
 }

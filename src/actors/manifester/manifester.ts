@@ -1,7 +1,8 @@
-import type { HealthView, HeartbeatRequest, Manifest } from '../../messages/manifester.js';
+import type { AnswerEncoding, EncodedAnswer, HealthView, HeartbeatRequest, Manifest } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { UpdaterError } from '../../shared/errors.js';
+import { encodeCoapManifest } from '../../shared/wire/cbor.js';
 import type { Logger } from '../../shared/logger.js';
 import { CountLru } from '../../shared/lru.js';
 import { decide } from './decide.js';
@@ -37,8 +38,11 @@ export class Manifester {
   private readonly unsigned = new WeakMap<Target, { noUpdate: Manifest; retryLater: Manifest }>();
   /** The stable target of a rollout as a Target of its track, one object per stable reference. */
   private readonly stableTargets = new WeakMap<TargetRef, Target>();
-  /** Every answer is a long-lived object (above, or the signed-manifest LRU): its JSON is kept beside it. */
-  private readonly jsonOf = new WeakMap<Manifest, string>();
+  /**
+   * Every answer is a long-lived object (above, or the signed-manifest LRU): its encodings are
+   * kept beside it, made on first use. So an answer that changes must be a new object.
+   */
+  private readonly encodings: { readonly [E in AnswerEncoding]: WeakMap<Manifest, EncodedAnswer[E]> } = { json: new WeakMap(), cbor: new WeakMap() };
 
   constructor(
     private readonly config: Config,
@@ -117,14 +121,15 @@ export class Manifester {
     };
   }
 
-  /** The JSON body of interface.md for an answer of `heartbeat`, serialized once per answer. */
-  json(manifest: Manifest): string {
-    let text = this.jsonOf.get(manifest);
-    if (text === undefined) {
-      text = JSON.stringify(manifest);
-      this.jsonOf.set(manifest, text);
+  /** An answer of `heartbeat` as a front-end sends it (the JSON body, or CoAP's CBOR), encoded once per answer. */
+  encoded<E extends AnswerEncoding>(manifest: Manifest, encoding: E): EncodedAnswer[E] {
+    const kept = this.encodings[encoding] as WeakMap<Manifest, EncodedAnswer[E]>;
+    let body = kept.get(manifest);
+    if (body === undefined) {
+      body = (encoding === 'json' ? JSON.stringify(manifest) : encodeCoapManifest(manifest)) as EncodedAnswer[E];
+      kept.set(manifest, body);
     }
-    return text;
+    return body;
   }
 
   private unsignedFor(track: Target): { noUpdate: Manifest; retryLater: Manifest } {

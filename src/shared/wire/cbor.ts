@@ -1,5 +1,6 @@
 import { Decoder, Encoder, setSizeLimits } from 'cbor-x';
 import { UpdaterError } from '../errors.js';
+import { largestBlockWithin } from './block2.js';
 import { HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS, type HeartbeatWire, type ManifestWire, type ReportWire } from './keys.js';
 
 // CBOR bodies of the device protocol with the integer keys of keys.ts, for the CoAP front-end,
@@ -109,6 +110,19 @@ export function encodeReport(report: ReportWire | Readonly<Record<string, unknow
 
 export function encodeManifest(manifest: ManifestWire): Buffer {
   return encoder.encode(MANIFEST.toIntegers(manifest as unknown as Record<string, unknown>));
+}
+
+/**
+ * A manifest as a CoAP device gets it: `chunk_size` is the Block2 size a device should
+ * request, so the configured one (an HTTP Range length, 64 KiB by default) is brought down to
+ * the largest Block2 size not above it, and `total_chunks` follows; every other value is
+ * unchanged. An exactly sized copy of the bytes: the manifester keeps it with its answer and
+ * sends it across threads, where a view of the encoder's buffer would carry the whole buffer.
+ */
+export function encodeCoapManifest(manifest: ManifestWire): Uint8Array {
+  const chunk = largestBlockWithin(manifest.chunk_size);
+  const coap = chunk === manifest.chunk_size ? manifest : { ...manifest, chunk_size: chunk, total_chunks: Math.ceil(manifest.delta_size / chunk) };
+  return new Uint8Array(encodeManifest(coap));
 }
 
 /**
