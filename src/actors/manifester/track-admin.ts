@@ -14,6 +14,7 @@ import type { SignedManifests } from './signer.js';
 import { bootClusterTracks } from './cluster-boot.js';
 import type { ClusterTracks } from './cluster-tracks.js';
 import { checkPublishPath } from './publish-paths.js';
+import { steppedSequences } from './release-sequence.js';
 import { readState, sameState, writeState, type PersistedState } from './state-file.js';
 import type { Track, TrackTable } from './tracks.js';
 
@@ -201,7 +202,9 @@ export class TrackAdmin {
         const before = rolloutOf();
         const next = step(before);
         if (next === before) return rolloutView(before);
-        tracks.restore({ ...tracks.get(key)!, rollout: next });
+        const track = tracks.get(key)!;
+        // An abort with rollback numbers the stable target above the aborted one (release-sequence.ts).
+        tracks.restore({ ...track, rollout: next, ...steppedSequences(track, next, Date.now()) });
         // Manifests are cached by (track, from, to), so a new cohort needs nothing; a new stable
         // target or a rollback leaves entries no device is routed to any more: drop them.
         if (next.stable?.hash !== before.stable?.hash || next.rollback !== before.rollback) signed.forgetArtifact(key);
@@ -278,7 +281,7 @@ export class TrackAdmin {
     });
   }
 
-  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout'>, plan?: RolloutPlan): Promise<PublishOutcome> {
+  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout' | 'sequence' | 'stableSequence'>, plan?: RolloutPlan): Promise<PublishOutcome> {
     // A path the configuration names is the operator's own; any other came through the API.
     const configured = this.deps.config.artifacts.find((a) => a.key === next.key)?.binary;
     const readPath = next.binary === configured ? next.binary : await checkPublishPath(next.binary, this.deps.config);
@@ -378,7 +381,7 @@ export function toView(track: Track): TrackView {
   return {
     artifact: track.key, name: track.name, os: track.os, arch: track.arch, version: track.version, hash: track.hash,
     size: track.size, source: track.source, binary: track.binary, history: [...track.history],
-    rollout: track.rollout ? rolloutView(track.rollout) : null,
+    rollout: track.rollout ? rolloutView(track.rollout) : null, sequence: track.sequence,
   };
 }
 

@@ -42,6 +42,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
     ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined || clustered),
   };
   checkRegularReadableFile(config.signing.privateKeyFile, 'signing.private_key_file');
+  if (config.signing.certificateFile !== undefined) checkRegularReadableFile(config.signing.certificateFile, 'signing.certificate_file');
   return deepFreeze(config);
 }
 
