@@ -20,7 +20,7 @@ const v1 = await fixture.writeBinary('v1.bin', v1Bytes);
 const v2 = await fixture.writeBinary('v2.bin', nextVersion(v1Bytes, 'e2'));
 const coapPort = await freeUdpPort();
 const server = await startTestServer(fixture, [{ name: 'app', version: '2.0.0', binary: v2.path }, { name: 'old', version: '1.0.0', binary: v1.path }], {
-  listen: { coap: `127.0.0.1:${coapPort}` }, signing: { private_key_file: fixture.keyPath, release_ttl: '2s' }, log_level: 'error',
+  default_artifact: 'app', listen: { coap: `127.0.0.1:${coapPort}` }, signing: { private_key_file: fixture.keyPath, release_ttl: '2s' }, log_level: 'error',
 });
 t.teardown(() => server.stop());
 const kept = await heartbeatUntilSigned(server.url, v1.hash, 'app');
