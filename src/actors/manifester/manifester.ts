@@ -8,7 +8,7 @@ import { decide } from './decide.js';
 import type { ManifesterMetrics } from './metrics.js';
 import { stableSequenceOf } from './release-sequence.js';
 import type { ReleaseStatements, StatementSlot } from './release-statements.js';
-import { routeDevice, type TargetRef } from './rollout.js';
+import { routeDevice, type TargetRef } from './rollout/rollout.js';
 import { FULL, type SignedManifests } from './signer.js';
 import type { StoreView } from './store-view.js';
 import type { Track, TrackTable } from './tracks.js';

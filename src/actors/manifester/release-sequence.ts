@@ -1,4 +1,4 @@
-import type { Rollout } from './rollout.js';
+import type { Rollout } from './rollout/rollout.js';
 
 // The `sequence` of a track's release statements (src/shared/release/statement.ts): pure rules,
 // tested without threads. A device refuses a statement whose sequence is lower than the one of

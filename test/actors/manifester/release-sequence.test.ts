@@ -1,7 +1,7 @@
 import t from 'tap';
 import { nextSequence, publishedSequences, stableSequenceOf, steppedSequences } from '../../../src/actors/manifester/release-sequence.js';
 import { TrackTable, type PublishedTarget, type Track } from '../../../src/actors/manifester/tracks.js';
-import { applyAction, startRollout, successorBasis } from '../../../src/actors/manifester/rollout.js';
+import { applyAction, startRollout, successorBasis } from '../../../src/actors/manifester/rollout/rollout.js';
 import { parseRolloutPlan } from '../../../src/shared/rollout-plan.js';
 
 // The sequence rules of release statements, without threads: what each change of a track does
