@@ -4,7 +4,7 @@ import { isIPv6 } from 'node:net';
 import { generate, parse, type NamedOption, type ParsedPacket } from 'coap-packet';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import { encodeBlockOption, MAX_BLOCK_BYTES, parseBlockOption, type BlockOption } from '../src/shared/wire/block2.js';
-import { decodeManifest, encodeHeartbeat, encodeReport } from '../src/shared/wire/cbor.js';
+import { decodeCertificate, decodeManifest, encodeHeartbeat, encodeReport } from '../src/shared/wire/cbor.js';
 import { ECHO_OPTION, echoValue } from '../src/shared/wire/echo.js';
 import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
 import { transportError, type DownloadSink, type Transport } from './transport.js';
@@ -164,6 +164,16 @@ export class CoapTransport implements Transport {
       return decodeManifest(response.payload);
     } catch (err) {
       throw new UpdaterError('AGENT_MANIFEST_INVALID', `the manifest ${(err as Error).message.replace(/^the (body|manifest) /, '')}`);
+    }
+  }
+
+  async keys(timeoutMs: number): Promise<unknown> {
+    const response = await this.request('GET', '/keys', [], undefined, timeoutMs);
+    if (response.code !== '2.05') this.refuse(response, 'keys');
+    try {
+      return decodeCertificate(response.payload);
+    } catch (err) {
+      throw new UpdaterError('AGENT_MANIFEST_INVALID', `GET /keys: ${(err as Error).message}`);
     }
   }
 

@@ -17,6 +17,8 @@ export interface Transport {
   /** Resolves with the decoded manifest of a 200 answer; throws an UpdaterError otherwise. */
   heartbeat(body: HeartbeatWire, timeoutMs: number): Promise<unknown>;
   report(report: ReportWire, timeoutMs: number): Promise<void>;
+  /** `GET /keys`: the decoded certificate of the server's signing key; throws an UpdaterError otherwise. */
+  keys(timeoutMs: number): Promise<unknown>;
   /**
    * Streams `endpoint` from byte `offset` into `sink`. Resolves when the resource is
    * complete (the sink has seen its last byte); `signal` aborts it.

@@ -11,6 +11,8 @@ commands:
   serve --config FILE     run the update server (supervisor and its actors)
   keygen --out FILE       write a new Ed25519 signing key; prints the public key (hex)
   pubkey --key FILE       print the public key (hex) of an existing signing key
+  certify --root ROOT_KEY --key HEX --valid 365d --serial N --out FILE
+                          certify a signing key with an offline root key (key rotation)
   agent --config FILE     run the device agent (--once: one update cycle, then exit)
   load [options]          simulate a fleet of devices against a running server
 
@@ -42,6 +44,7 @@ stdout: what the device agents need as public_key. FILE is PKCS#8 PEM (as keygen
 an Ed25519 key from "openssl genpkey -algorithm ed25519") or a key in the earlier format.
 `,
   agent: async () => (await import('../agent/index.js')).AGENT_HELP,
+  certify: async () => (await import('./certify.js')).CERTIFY_HELP,
 };
 
 async function helpOf(command: string): Promise<string> {
@@ -72,6 +75,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   keygen: oneFileCommand('keygen', 'out', writePrivateKeyFile),
   pubkey: oneFileCommand('pubkey', 'key', async (file) => publicKeyHex(await readPrivateKeyFile(file))),
   agent: async (args) => (await import('../agent/index.js')).agentCommand(args),
+  certify: async (args) => (await import('./certify.js')).certifyCommand(args),
   load: async (args) => {
     try {
       return await (await import('../agent/load/cli.js')).loadCommand(args);

@@ -1,6 +1,6 @@
 import type { SerializedError } from '../shared/errors.js';
 import type { RolloutPlan } from '../shared/rollout-plan.js';
-import type { ManifestWire } from '../shared/wire/keys.js';
+import type { CertificateWire, ManifestWire } from '../shared/wire/keys.js';
 import type { HeartbeatRequest } from '../shared/wire/validate.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
@@ -67,6 +67,8 @@ export interface ManifesterApi extends ControlApi, TrackAdminApi {
   references(): Promise<TrackReferences>;
   /** Called by the store-keeper for every change to the store index. */
   storeEvent(event: StoreEvent): Promise<void> | void;
+  /** The signing key's certificate (`signing.certificate_file`) for `GET /keys`; null when none is configured. */
+  signingCertificate(): Promise<CertificateWire | null>;
 }
 
 // ---- Track administration (spec 3.2, 4.2); the http front-end's admin routes call these. ----
@@ -87,6 +89,8 @@ export interface TrackView {
   history: string[];
   /** The track's staged rollout, or null when its target went to every device at once. */
   rollout: RolloutView | null;
+  /** The sequence of the target's release statement; it rises with every change of what the track serves. */
+  sequence: number;
 }
 
 /** A staged rollout as the admin API shows it (interface.md, "Staged rollouts"). */
@@ -170,6 +174,7 @@ export const MANIFESTER_DEADLINES_MS = {
   /** Asked by the retention sweeper, which is in no hurry. */
   references: 5 * 60_000,
   storeEvent: 2_000,
+  signingCertificate: 5_000,
   listTracks: 10_000,
   /** Publishing streams a whole binary into the store; a large image on a slow disk takes minutes. */
   publishTrack: 15 * 60_000,

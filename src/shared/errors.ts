@@ -72,6 +72,7 @@ export const ERRORS = {
   AGENT_SLOT_DIR_INVALID: { http: 500, coap: '5.00', message: 'the slot directory is not provisioned as documented' },
   AGENT_DISK_FULL: { http: 507, coap: '5.00', message: 'no space left on the device' },
   AGENT_RESTART_FAILED: { http: 500, coap: '5.00', message: 'restart_command failed' },
+  RELEASE_REFUSED: { http: 502, coap: '5.02', message: 'the release statement of an answer does not verify, has expired, or is older than the running release' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

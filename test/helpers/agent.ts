@@ -1,6 +1,6 @@
 import type { Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { FAULT_ENV } from '../../agent/fault.js';
@@ -129,4 +129,13 @@ export async function startUpdateWorld(t: Test, size = 1_500_000, options: { coa
   await heartbeatUntilSigned(server.url, v1.hash, 'app');
   await heartbeatUntilSigned(server.url, sha256Hex(strangerBytes), 'app');
   return { fixture, server, v1Bytes, v2Bytes, v1Hash: v1.hash, v2Hash: v2.hash, strangerBytes, ...(coapPort ? { coapUrl: `coap://127.0.0.1:${coapPort}` } : {}) };
+}
+
+/** Runs clean `--once` cycles (each must exit 0) until the device runs `hash` with its update confirmed. */
+export async function runUntilRunning(t: Test, device: Device, hash: string, what: string, cycles = 6): Promise<void> {
+  for (let cycle = 1; cycle <= cycles; cycle++) {
+    expectExit(t, await device.runOnce(), 0, `${what}: cycle ${cycle} exits 0`);
+    if ((await device.current()).hash === hash && !(await readdir(device.slotDir)).includes('.pending_update')) return;
+  }
+  t.fail(`${what}: the device did not reach ${hash}`);
 }

@@ -15,6 +15,7 @@ import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';
+import { keysRoute } from './keys-route.js';
 
 /** RFC 7252 §5.10.6: an ETag is at most 8 bytes; the transfer hash's first 8 stand for it. */
 const ETAG_BYTES = 8;
@@ -48,18 +49,21 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   // with the CoAP chunk fields (encodeCoapManifest).
   const heartbeats = manifesterBatcher(ctx, 'cbor');
 
+  // A signed manifest is a few hundred bytes: more than 3x a short heartbeat. An unproven
+  // source gets 4.01 with an Echo value instead (a few dozen bytes) and asks again with it.
+  const mayAnswer = (req: IncomingMessage, res: OutgoingMessage, payloadBytes: number): boolean => {
+    if (answerBytes(req, payloadBytes, 2) <= answerBudget(requestBytes(req)) || proven(req, deps)) return true;
+    send(res, '4.01', Buffer.alloc(0), { [ECHO_OPTION]: deps.proof.echoFor(req.rsinfo.address) });
+    return false;
+  };
+
   const heartbeat: Handler = async (req, res) => {
     const receivedAtMs = Date.now();
     // Decoded and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
     const answer = await heartbeats.heartbeat(heartbeat);
     const body = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
-    // A signed manifest is a few hundred bytes: more than 3x a short heartbeat. An unproven
-    // source gets 4.01 with an Echo value instead (a few dozen bytes) and asks again with it.
-    if (answerBytes(req, body.length, 2) > answerBudget(requestBytes(req)) && !proven(req, deps)) {
-      send(res, '4.01', Buffer.alloc(0), { [ECHO_OPTION]: deps.proof.echoFor(req.rsinfo.address) });
-      return '4.01';
-    }
+    if (!mayAnswer(req, res, body.length)) return '4.01';
     send(res, '2.05', body, { 'Content-Format': CONTENT_FORMAT_CBOR });
     deps.fleet.heartbeat(heartbeat, 'coap', receivedAtMs);
     return '2.05';
@@ -108,6 +112,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     report: { name: 'report', method: 'POST', segments: 1, handler: report },
     delta: { name: 'delta', method: 'GET', segments: 3, handler: transfer('delta') },
     binary: { name: 'binary', method: 'GET', segments: 2, handler: transfer('full') },
+    keys: { name: 'keys', method: 'GET', segments: 1, handler: keysRoute(ctx, mayAnswer) },
   };
 
   return async (req, res) => {

@@ -13,6 +13,7 @@ import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from './respond.js';
 import { streamTransfer } from './stream.js';
+import { keysRoute } from './keys-route.js';
 
 
 type Handler = (ex: Exchange, req: HttpRequest) => Promise<void>;
@@ -101,6 +102,8 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
     // So does a cluster replica that lost its database (docs/scaling.md).
     sendJson(ex, 200, { ...health, status: store === 'writable' && health.database !== 'unreachable' ? 'ok' : 'degraded', store });
   });
+
+  route('get', '/keys', 'keys', keysRoute(ctx));
 
   route('get', '/metrics', 'metrics', async (ex) => {
     const text = await ctx.call('supervisor', (s) => s.metricsText());

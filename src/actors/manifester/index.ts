@@ -1,7 +1,6 @@
 import type { HeartbeatAnswers, ManifesterApi } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
-import { readPrivateKeyFile } from '../../shared/signing.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { liveMemory } from '../../shared/live-memory.js';
 import { runActor } from '../runtime.js';
@@ -9,7 +8,10 @@ import { BinaryWatcher } from './file-watch.js';
 import { GenerationRequests } from './generation-requests.js';
 import { Manifester } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
+import { createReleaseMetrics } from './release-metrics.js';
+import { ReleaseStatements } from './release-statements.js';
 import { RolloutControl } from './rollout/rollout-control.js';
+import { loadSigningKey } from './signing-key.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
@@ -22,13 +24,18 @@ const ROLLOUT_TICK_MS = 1000;
 
 await runActor(async (ctx) => {
   const { config } = ctx;
-  const signed = new SignedManifests(await readPrivateKeyFile(config.signing.privateKeyFile), config.manifest.cacheSize);
+  const key = await loadSigningKey(config, ctx.log);
+  const signed = new SignedManifests(key.privateKey, config.manifest.cacheSize);
   const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from, t.to));
-  const tracks = new TrackTable();
+  // Release statements are signed as the table changes and renewed by a timer, never on a heartbeat's path.
+  const statements: ReleaseStatements = new ReleaseStatements(key.privateKey, Math.floor(config.signing.releaseTtlMs / 1000),
+    createReleaseMetrics(ctx.registry, () => statements.size, key.certificate));
+  const tracks = new TrackTable((all) => statements.sync(all));
+  const renewal = setInterval(() => statements.renew(), statements.renewalPeriodMs);
   const requests = new GenerationRequests((run) => ctx.call('store-keeper', run), ctx.log);
   const metrics = createManifesterMetrics(ctx.registry, () => signed.size, () =>
     tracks.all().flatMap((t) => (t.rollout ? [{ artifact: t.key, percent: t.rollout.percent, state: t.rollout.state }] : [])));
-  const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics);
+  const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics, statements);
 
   const resync = async () => {
     view.beginResync();
@@ -90,6 +97,7 @@ await runActor(async (ctx) => {
       history: tracks.all().flatMap((t) => t.history),
     }),
     storeEvent: (event) => view.apply(event),
+    signingCertificate: async () => key.certificate ?? null,
     listTracks: async () => admin.list(),
     publishTrack: async (request) => admin.publish(request),
     deleteTrack: async (artifact) => admin.remove(artifact),
@@ -101,6 +109,7 @@ await runActor(async (ctx) => {
     setLogLevel: (level) => setLevel(ctx, level),
     memory: async () => liveMemory(),
     drain: async () => {
+      clearInterval(renewal);
       await rollouts.stop();
       await watcher.close();
       await cluster?.close();

@@ -7,10 +7,12 @@ import type { Logger } from '../../shared/logger.js';
 import { CountLru } from '../../shared/lru.js';
 import { decide } from './decide.js';
 import type { ManifesterMetrics } from './metrics.js';
+import { stableSequenceOf } from './release-sequence.js';
+import type { ReleaseStatements, StatementSlot } from './release-statements.js';
 import { routeDevice, type TargetRef } from './rollout/rollout.js';
 import { FULL, type SignedManifests } from './signer.js';
 import type { StoreView } from './store-view.js';
-import type { TrackTable } from './tracks.js';
+import type { Track, TrackTable } from './tracks.js';
 
 /** What a device is answered toward: a track's target, or its stable target during a rollout. */
 interface Target {
@@ -18,6 +20,8 @@ interface Target {
   readonly version: string;
   readonly hash: string;
   readonly size: number;
+  /** The sequence of its release statement (release-sequence.ts). */
+  readonly sequence: number;
 }
 
 /** How often the same oversize pair is logged at WARN. */
@@ -43,6 +47,10 @@ export class Manifester {
    * kept beside it, made on first use. So an answer that changes must be a new object.
    */
   private readonly encodings: { readonly [E in AnswerEncoding]: WeakMap<Manifest, EncodedAnswer[E]> } = { json: new WeakMap(), cbor: new WeakMap() };
+  /** The statement slot of each target object, so that a heartbeat finds it without building a key. */
+  private readonly slotOf = new WeakMap<Target, StatementSlot>();
+  /** Each answer with its current release statement: rebuilt only when the statement was renewed. */
+  private readonly withRelease = new WeakMap<Manifest, { release: StatementSlot['release']; answer: Manifest }>();
 
   constructor(
     private readonly config: Config,
@@ -52,9 +60,29 @@ export class Manifester {
     private readonly signed: SignedManifests,
     private readonly requests: StoreRequests,
     private readonly metrics: ManifesterMetrics,
+    private readonly statements: ReleaseStatements,
   ) {}
 
+  /** The answer of the decision table, with the release statement of the target it names. */
   heartbeat(request: HeartbeatRequest): Manifest {
+    const { manifest, target } = this.decideFor(request);
+    return this.released(manifest, target);
+  }
+
+  private released(manifest: Manifest, target: Target): Manifest {
+    let slot = this.slotOf.get(target);
+    if (!slot || !this.statements.holds(slot)) {
+      slot = this.statements.slot(target);
+      this.slotOf.set(target, slot);
+    }
+    const held = this.withRelease.get(manifest);
+    if (held && held.release === slot.release) return held.answer;
+    const answer = { ...manifest, release: slot.release };
+    this.withRelease.set(manifest, { release: slot.release, answer });
+    return answer;
+  }
+
+  private decideFor(request: HeartbeatRequest): { manifest: Manifest; target: Target } {
     const track = this.tracks.resolve(request.artifact);
     let target: Target | undefined = track;
     const rollout = track?.rollout;
@@ -63,8 +91,8 @@ export class Manifester {
     if (track && rollout && rollout.state !== 'complete') {
       const route = routeDevice(rollout, request.deviceId, request.versionHash);
       this.metrics.routed(route);
-      if (route === 'stay' || (route === 'stable' && rollout.stable === null)) return this.noUpdate(track);
-      if (route === 'stable') target = this.stableTarget(track.key, rollout.stable!);
+      if (route === 'stay' || (route === 'stable' && rollout.stable === null)) return { manifest: this.noUpdate(track), target: track };
+      if (route === 'stable') target = this.stableTarget(track, rollout.stable!);
     }
     const decision = decide({
       target,
@@ -80,22 +108,24 @@ export class Manifester {
     switch (decision.action) {
       case 'up-to-date':
       case 'stranded':
-        return this.noUpdate(target);
+        return { manifest: this.noUpdate(target), target };
       case 'serve-delta':
-        return this.signedDelta(target, request.versionHash, decision.delta);
+        return { manifest: this.signedDelta(target, request.versionHash, decision.delta), target };
       case 'generate-delta':
         this.requests.ensureDelta(request.versionHash, target.hash);
-        return this.retryLater(target);
+        return { manifest: this.retryLater(target), target };
       case 'serve-full':
         if ('oversize' in decision) this.warnOversize(target, decision.oversize);
-        return this.signedFull(target);
+        return { manifest: this.signedFull(target), target };
     }
   }
 
-  private stableTarget(key: string, stable: TargetRef): Target {
+  /** One object per stable reference and sequence (an abort with rollback renumbers the same target). */
+  private stableTarget(track: Track, stable: TargetRef): Target {
+    const sequence = stableSequenceOf(track);
     let target = this.stableTargets.get(stable);
-    if (!target) {
-      target = { key, version: stable.version, hash: stable.hash, size: stable.size };
+    if (!target || target.sequence !== sequence) {
+      target = { key: track.key, version: stable.version, hash: stable.hash, size: stable.size, sequence };
       this.stableTargets.set(stable, target);
     }
     return target;

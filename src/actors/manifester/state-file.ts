@@ -35,7 +35,7 @@ interface StateDocument {
   default: string;
   config_default: string;
   /** A track's staged rollout is recorded with it, in full (absent when it has none). */
-  tracks: (Omit<TrackView, 'rollout'> & { rollout?: PersistedRollout })[];
+  tracks: (Omit<TrackView, 'rollout'> & { rollout?: PersistedRollout; stable_sequence?: number })[];
 }
 
 export function encodeState(state: PersistedState): string {
@@ -54,7 +54,8 @@ export function encodeState(state: PersistedState): string {
 export function trackRecord(t: Track): StateDocument['tracks'][number] {
   return {
     artifact: t.key, name: t.name, os: t.os, arch: t.arch, version: t.version, hash: t.hash, size: t.size,
-    source: t.source, binary: t.binary, history: [...t.history],
+    source: t.source, binary: t.binary, history: [...t.history], sequence: t.sequence,
+    ...(t.stableSequence !== undefined ? { stable_sequence: t.stableSequence } : {}),
     ...(t.rollout ? { rollout: encodeRollout(t.rollout) } : {}),
   };
 }
@@ -114,6 +115,13 @@ export function decodeState(doc: unknown, path: string): PersistedState {
     if (entry.source !== 'config' && entry.source !== 'api') fail(`${where}.source must be "config" or "api"`);
     if (typeof entry.binary !== 'string' || !isAbsolute(entry.binary)) fail(`${where}.binary must be an absolute path`);
     if (!Array.isArray(entry.history) || !entry.history.every(isSha256Hex)) fail(`${where}.history must be a list of hashes`);
+    // Files written before release statements have no sequence: 0, and the next publish numbers it.
+    const sequence = entry.sequence ?? 0;
+    if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 0) fail(`${where}.sequence must be a non-negative integer`);
+    const stableSequence = entry.stable_sequence;
+    if (stableSequence !== undefined && (typeof stableSequence !== 'number' || !Number.isSafeInteger(stableSequence) || stableSequence < 0)) {
+      fail(`${where}.stable_sequence must be a non-negative integer`);
+    }
     let rollout;
     if (entry.rollout !== undefined) {
       try {
@@ -126,6 +134,7 @@ export function decodeState(doc: unknown, path: string): PersistedState {
       key, name: entry.name as string, os: (entry.os as string) || '', arch: (entry.arch as string) || '',
       version: entry.version as string, hash: entry.hash as string, size: entry.size as number,
       source: entry.source as 'config' | 'api', binary: entry.binary as string, history: [...(entry.history as string[])],
+      sequence: sequence as number, ...(stableSequence !== undefined ? { stableSequence: stableSequence as number } : {}),
       ...(rollout ? { rollout } : {}),
     });
   });

@@ -15,6 +15,7 @@ import type { StoreAccess } from './store-access.js';
 import { bootDefault, bootFromStateFile } from './track-boot.js';
 import { TrackRecorder } from './track-record.js';
 import { toView, type Track, type TrackTable } from './tracks.js';
+import { steppedSequences } from './release-sequence.js';
 
 // The track lifecycle of spec 3.2, for configuration at boot and for the admin API after:
 //
@@ -120,7 +121,9 @@ export class TrackAdmin {
         const before = rolloutOf();
         const next = step(before);
         if (next === before) return rolloutView(before);
-        tracks.restore({ ...tracks.get(key)!, rollout: next });
+        const track = tracks.get(key)!;
+        // An abort with rollback numbers the stable target above the aborted one (release-sequence.ts).
+        tracks.restore({ ...track, rollout: next, ...steppedSequences(track, next, Date.now()) });
         // Manifests are cached by (track, from, to), so a new cohort needs nothing; a new stable
         // target or a rollback leaves entries no device is routed to any more: drop them.
         if (next.stable?.hash !== before.stable?.hash || next.rollback !== before.rollback) signed.forgetArtifact(key);
@@ -197,7 +200,7 @@ export class TrackAdmin {
     });
   }
 
-  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout'>, plan?: RolloutPlan): Promise<PublishOutcome> {
+  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout' | 'sequence' | 'stableSequence'>, plan?: RolloutPlan): Promise<PublishOutcome> {
     // A path the configuration names is the operator's own; any other came through the API.
     const configured = this.deps.config.artifacts.find((a) => a.key === next.key)?.binary;
     const readPath = next.binary === configured ? next.binary : await checkPublishPath(next.binary, this.deps.config);

@@ -47,6 +47,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
     ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined || cluster),
   };
   checkRegularReadableFile(config.signing.privateKeyFile, 'signing.private_key_file');
+  if (config.signing.certificateFile !== undefined) checkRegularReadableFile(config.signing.certificateFile, 'signing.certificate_file');
   return deepFreeze(config);
 }
 

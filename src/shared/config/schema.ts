@@ -57,6 +57,13 @@ export function configSchema(base: string) {
       privateKeyFile: path(base, requiredText('private_key_file', {
         meaning: 'Ed25519 private key, PKCS#8 PEM (written by `updater keygen`, or `openssl genpkey -algorithm ed25519`); key files in the earlier hex format are still read', hint: 'create one with "updater keygen --out FILE"',
       })),
+      releaseTtlMs: durationMs('release_ttl', {
+        default: '24h', minMs: 2000,
+        meaning: 'life of a release statement (`expires_at` − `issued_at`, whole seconds); each is renewed before half of it has passed ([protocol.md](protocol.md))',
+      }),
+      certificateFile: path(base, optionalText('certificate_file', {
+        meaning: 'the signing key\'s certificate from `updater certify`, served at `GET /keys`; its `public_key` must be the signing key\'s ([operations.md](operations.md))',
+      })),
     }),
     admin: section('admin', {
       token: leaf('token', { default: 'one of the two is required', meaning: 'Bearer token of the admin API, at least 32 characters, no white space' },

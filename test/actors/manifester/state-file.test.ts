@@ -9,7 +9,7 @@ import { parseRolloutPlan } from '../../../src/shared/rollout-plan.js';
 
 const H1 = '1'.repeat(64);
 const H2 = '2'.repeat(64);
-const track: Track = { key: 'app/linux/arm64', name: 'app', os: 'linux', arch: 'arm64', version: '1.2.0', hash: H1, size: 10, source: 'api', binary: '/srv/app', history: [H2] };
+const track: Track = { key: 'app/linux/arm64', name: 'app', os: 'linux', arch: 'arm64', version: '1.2.0', hash: H1, size: 10, source: 'api', binary: '/srv/app', history: [H2], sequence: 1_800_000_000 };
 const state: PersistedState = { default: 'app/linux/arm64', configDefault: '', tracks: [track] };
 
 t.test('a written state reads back the same', async (t) => {
