@@ -1,10 +1,8 @@
 import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
 import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
 import { unpackHeartbeats } from '../../messages/fleet-batch.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from './fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
@@ -158,14 +156,11 @@ await runActor(async (ctx) => {
       return q.rolloutHealth(db(), queries);
     },
     flush,
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     async drain() {
       stopped = true;
       for (const t of timers) clearTimeout(t);
       await flush();
       await store?.close();
     },
-  } satisfies FleetApi;
+  } satisfies OwnApi<FleetApi>;
 });

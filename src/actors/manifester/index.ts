@@ -2,9 +2,7 @@ import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.
 import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
 import { readPrivateKeyFile } from '../../shared/signing.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { BinaryWatcher } from './file-watch.js';
 import { GenerationRequests } from './generation-requests.js';
 import { Manifester } from './manifester.js';
@@ -99,15 +97,12 @@ await runActor(async (ctx) => {
     reloadTracks: async (artifact) => admin.reload(artifact),
     controlRollout: async (command) => rollouts.command(command),
     rolloutOf: async (artifact) => rollouts.view(artifact),
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     drain: async () => {
       await rollouts.stop();
       await watcher.close();
       await cluster?.close();
     },
-  } satisfies ManifesterApi;
+  } satisfies OwnApi<ManifesterApi>;
 });
 
 /** One outcome of a batch: a thrown decision error travels as data beside the other answers. */
