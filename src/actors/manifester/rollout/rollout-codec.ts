@@ -80,9 +80,10 @@ const persistedRollout = z.object({
   started_at_ms: time,
   health_since_ms: time,
   next_step_at_ms: time.nullable(),
-  reports: z.object({ success: z.unknown().optional(), failure: z.unknown().optional() }, { error: 'must hold success and failure counts' })
-    .refine((r) => isCount(r.success) && isCount(r.failure), 'must hold success and failure counts')
-    .transform((r) => ({ success: r.success as number, failure: r.failure as number })),
+  reports: z.object({
+    success: checked(isCount, 'must be a count'),
+    failure: checked(isCount, 'must be a count'),
+  }, { error: 'must hold success and failure counts' }),
   held: checked(isHashList, 'must be a list of hashes'),
 }, { error: 'is not an object' });
 
