@@ -9,7 +9,7 @@ import { readManifest, type SignedUpdate } from './manifest.js';
 import { runRestartCommand } from './restart.js';
 import { otherSlot, type SlotName } from './slots.js';
 
-// Steps 1-8 of spec 3.4, in order. The three checks are gates, each before the next kind of
+// Steps 1-8 of the cycle (docs/agent.md, "The cycle"), in order. The three checks are gates, each before the next kind of
 // work: the signature before a byte is fetched, the transfer hash before any patch work,
 // the hash of the slot as read back from disk before the swap.
 //

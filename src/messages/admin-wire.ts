@@ -3,7 +3,7 @@
 // with `import type` and never copies them. src/messages/manifester.ts and fleet.ts re-export
 // the ones their actors' APIs return.
 
-/** One track as `GET /admin/artifacts` lists it (interface.md), plus the path it came from. */
+/** One track as `GET /admin/artifacts` lists it (docs/operations.md, "List tracks"), plus the path it came from. */
 export interface TrackView {
   artifact: string;
   name: string;
@@ -21,7 +21,7 @@ export interface TrackView {
   rollout: RolloutView | null;
 }
 
-/** A staged rollout as the admin API shows it (interface.md, "Staged rollouts"). */
+/** A staged rollout as the admin API shows it (docs/rollouts.md, "Watching it"). */
 export interface RolloutView {
   target_hash: string;
   target_version: string;
@@ -53,7 +53,7 @@ export interface TrackListing {
 /** How a device last reached the server. */
 export type Transport = 'http' | 'coap';
 
-/** A device as interface.md shows it. Times are Unix seconds. */
+/** A device as the admin API shows it (docs/fleet.md, "Devices"). Times are Unix seconds. */
 export interface DeviceView {
   device_id: string;
   artifact: string;

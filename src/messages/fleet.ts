@@ -2,7 +2,7 @@ import type { DeviceView, FleetReportView, FleetSummary, ReportView } from './ad
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
 
 // The fleet actor's API: the inventory write path (fed by both front-ends, after they have
-// answered), the admin reads of interface.md, and the rollout health counts.
+// answered), the admin reads (docs/fleet.md, "Reading it"), and the rollout health counts.
 
 /** One answered heartbeat, as a front-end hands it to the fleet actor. */
 export interface HeartbeatRecord {

@@ -36,7 +36,7 @@ export interface ManifesterApi extends ControlApi, TrackAdminApi {
    */
   heartbeats(requests: readonly HeartbeatRequest[]): Promise<HeartbeatOutcome[]>;
   /**
-   * The same, each manifest already serialized as the JSON body of interface.md. The
+   * The same, each manifest already serialized as the JSON body (docs/protocol.md, "Manifest"). The
    * manifester serializes an answer once and keeps the text with it, so the HTTP front-end,
    * the busiest thread, neither clones a manifest object nor stringifies one per heartbeat.
    */
@@ -47,7 +47,7 @@ export interface ManifesterApi extends ControlApi, TrackAdminApi {
   storeEvent(event: StoreEvent): Promise<void> | void;
 }
 
-// ---- Track administration (spec 3.2, 4.2); the http front-end's admin routes call these. ----
+// ---- Track administration (docs/operations.md); the http front-end's admin routes call these. ----
 
 /** The admin API's track answers (defined in admin-wire.ts, which the console imports). */
 export type { RolloutView, TrackListing, TrackView };

@@ -7,7 +7,7 @@ import type { AdminRoute } from './admin-route.js';
 import { encodeCursor, parseDeviceId, parseDeviceQuery, parseReportQuery, parseSummaryQuery } from './fleet-query.js';
 import { sendJson } from './respond.js';
 
-// The inventory's admin calls (interface.md, docs/fleet.md): the query is checked here, the
+// The inventory's admin calls (docs/fleet.md, "Reading it"): the query is checked here, the
 // fleet actor answers from the database.
 
 export function registerFleetRoutes(route: AdminRoute, ctx: ActorContext): void {

@@ -61,7 +61,7 @@ await runActor(async (ctx) => {
     onTracksChanged: (all) => watcher.sync(all),
     ...(cluster ? { cluster: cluster.tracks } : {}),
   });
-  // Configuration is authoritative for the tracks it names (spec 3.2): every boot republishes
+  // Configuration is authoritative for the tracks it names (docs/operations.md, "Configuration versus the API"): every boot republishes
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
   // which fails the start.
   await admin.boot();

@@ -27,7 +27,7 @@ export interface StoreRequests {
   ensureFull(hash: string): void;
 }
 
-/** Answers heartbeats from the track table and the store replica (spec 3.1). */
+/** Answers heartbeats from the track table and the store replica (docs/protocol.md, "What a manifest means"). */
 export class Manifester {
   private readonly warned = new CountLru<string, number>(1024);
   /**
@@ -55,7 +55,7 @@ export class Manifester {
     let target: Target | undefined = track;
     const rollout = track?.rollout;
     // A staged rollout picks the target before rows 2-7; without one, or once it is complete,
-    // the table runs exactly as spec 3.1 has it.
+    // the table runs exactly as decide.ts has it.
     if (track && rollout && rollout.state !== 'complete') {
       const route = routeDevice(rollout, request.deviceId, request.versionHash);
       this.metrics.routed(route);
@@ -117,7 +117,7 @@ export class Manifester {
     };
   }
 
-  /** The JSON body of interface.md for an answer of `heartbeat`, serialized once per answer. */
+  /** The JSON body (docs/protocol.md, "Manifest") for an answer of `heartbeat`, serialized once per answer. */
   json(manifest: Manifest): string {
     let text = this.jsonOf.get(manifest);
     if (text === undefined) {

@@ -11,7 +11,7 @@ import type { Track } from './tracks.js';
 import { firstProblem } from '../../shared/input.js';
 
 // `store.state_file`: the tracks and the default as the manifester last recorded them, so that
-// tracks published through the admin API survive a restart (spec 3.2). Versioned JSON, written
+// tracks published through the admin API survive a restart (docs/operations.md, "The state file"). Versioned JSON, written
 // crash-safely (temp, fsync, rename, fsync dir), and validated in full when it is read (a zod
 // decoder for its shape, then the checks that span entries): a file that does not pass stops
 // the server rather than letting it start without its tracks.

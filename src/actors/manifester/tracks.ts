@@ -3,7 +3,7 @@ import { parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { relabel, rolloutView, type Rollout } from './rollout/rollout.js';
 
-/** A publication track and its current target (spec 2.5, 3.2). */
+/** A publication track and its current target (docs/operations.md, "The calls"). */
 export interface Track {
   readonly key: string;
   readonly name: string;
