@@ -1,5 +1,6 @@
 import type { DeviceView, FleetReportView, FleetSummary, ReportView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
+import { OPERATORS_DEADLINES_MS, type OperatorsApi } from './operators.js';
 
 // The fleet actor's API: the inventory write path (fed by both front-ends, after they have
 // answered), the admin reads (docs/fleet.md, "Reading it"), and the rollout health counts.
@@ -93,7 +94,7 @@ export interface RolloutHealth {
   failure: number;
 }
 
-export interface FleetApi extends ControlApi {
+export interface FleetApi extends ControlApi, OperatorsApi {
   /** Fire-and-forget from the front-ends: buffered, written by the next flush. */
   record(batch: FleetBatch): void;
   listDevices(query: DeviceQuery): Promise<DevicePage>;
@@ -113,6 +114,7 @@ export interface FleetApi extends ControlApi {
 
 export const FLEET_DEADLINES_MS = {
   ...CONTROL_DEADLINES_MS,
+  ...OPERATORS_DEADLINES_MS,
   /** Fire-and-forget from the front-ends; the deadline only bounds a lost message. */
   record: 5_000,
   listDevices: 10_000,

@@ -52,6 +52,10 @@ export const ERRORS = {
   DEVICE_NOT_FOUND: { http: 404, coap: '4.04', message: 'no device with that id is in the inventory' },
   FLEET_DISABLED: { http: 404, coap: '4.04', message: 'the fleet inventory is turned off (fleet.enabled: false)' },
   DATABASE_UNREACHABLE: { http: 503, coap: '5.03', message: 'the database cannot be reached (the fleet inventory; in a cluster, every admin write)' },
+  // Operator tokens and roles (docs/operations.md).
+  FORBIDDEN: { http: 403, coap: '4.03', message: 'the token is valid but its role does not allow this call' },
+  TOKEN_NOT_FOUND: { http: 404, coap: '4.04', message: 'no operator token with that id' },
+  TOO_MANY_TOKENS: { http: 409, coap: '4.09', message: 'the number of stored operator tokens is at its cap' },
   CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid', internal: true },
   STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt', internal: true },
   STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied', internal: true },

@@ -4,6 +4,7 @@ import { ApiError, post } from '../api.js';
 import { absoluteTime, percent, relativeTime } from '../format.js';
 import type { Rollout } from '../types.js';
 import { Hash } from './common.js';
+import { can } from '../identity.js';
 
 export function RolloutBadge({ rollout }: { rollout: Rollout }) {
   return html`<span class=${`badge state-${rollout.state}`}>${rollout.state} · ${rollout.percent} %</span>`;
@@ -85,7 +86,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
         <div><dt>Target</dt><dd><${Hash} value=${rollout.target_hash} /></dd></div>
         <div><dt>Stable</dt><dd>${rollout.stable_hash ? html`<${Hash} value=${rollout.stable_hash} />` : 'none (first rollout of the track)'}</dd></div>
       </dl>
-      ${live ? html`
+      ${live && can('POST', '/admin/rollout') ? html`
         <div class="actions">
           ${rollout.state === 'running' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'pause' }, 'Rollout paused.')}>Pause</button>` : null}
           ${rollout.state === 'paused' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'resume' }, 'Rollout resumed.')}>Resume</button>` : null}
@@ -98,7 +99,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
           </form>
         </div>` : null}
       <p class=${message?.error ? 'message error' : 'message'} role="status">${message?.text ?? ''}</p>
-      <dialog ref=${dialog} aria-labelledby="abort-heading">
+      ${can('POST', '/admin/rollout') ? html`<dialog ref=${dialog} aria-labelledby="abort-heading">
         <form method="dialog" onSubmit=${confirmAbort}>
           <h2 id="abort-heading">Abort the rollout of ${rollout.target_version}?</h2>
           <p>No more devices will be offered ${rollout.target_version} on ${artifact}. This cannot be resumed.</p>
@@ -109,6 +110,6 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
             <button type="submit" class="danger">Abort rollout</button>
           </div>
         </form>
-      </dialog>
+      </dialog>` : null}
     </section>`;
 }

@@ -1,17 +1,20 @@
 import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
-import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
+import { engineOf, openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { unpackHeartbeats } from '../../messages/fleet-batch.js';
 import { runActor, type OwnApi } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from './fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
+import { AuditLog } from './audit.js';
+import { OperatorTokenTable } from './operator-tokens.js';
 
 // The fleet actor: the only holder of the database connection.
 //
 //   http, coap ──record(batch)──▶ WriteBuffer (fleet.buffer_mb) ──every flush_interval, or at half the budget──▶ devices, reports
 //   http admin ──listDevices / device / summary──▶ queries          retention timer ──▶ prune
 //   manifester ──rolloutHealth──▶ flush, then count
+//   http admin ──tokens, audit──▶ operator-tokens.ts, audit.ts (docs/operations.md)
 
 /** The devices-per-version gauge is a scan of the inventory: refreshed now and then, not per scrape. */
 const VERSION_GAUGE_MS = 30_000;
@@ -136,6 +139,20 @@ await runActor(async (ctx) => {
   await refreshVersions();
   every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
 
+  // Operator tokens and the audit log: read when the database is open (or, if it is not yet,
+  // whenever the front-end asks for the table).
+  const tokens = new OperatorTokenTable(db, engineOf(ctx.config.database), ctx.log);
+  await tokens.start(ctx.config.database);
+  const audit = new AuditLog(db, ctx.log);
+  const { auditMaxAgeMs } = ctx.config.admin;
+  if (auditMaxAgeMs > 0) {
+    every(retention.intervalMs, 'audit retention', async () => {
+      if (!store) return;
+      const removed = await audit.prune(Math.floor((Date.now() - auditMaxAgeMs) / 1000));
+      if (removed > 0) ctx.log.info({ removed }, 'audit retention done');
+    });
+  }
+
   return {
     record(batch) {
       if (stopped) return;
@@ -156,10 +173,21 @@ await runActor(async (ctx) => {
       return q.rolloutHealth(db(), queries);
     },
     flush,
+    createToken: (entry) => tokens.create(entry),
+    listTokens: () => tokens.list(),
+    revokeToken: (id) => tokens.revoke(id),
+    operatorTokens: (known) => tokens.snapshot(known),
+    audit(records) {
+      if (!stopped) audit.append(records);
+    },
+    listAudit: (query) => audit.list(query),
     async drain() {
       stopped = true;
       for (const t of timers) clearTimeout(t);
       await flush();
+      await audit.settled();
+      audit.close();
+      await tokens.close();
       await store?.close();
     },
   } satisfies OwnApi<FleetApi>;

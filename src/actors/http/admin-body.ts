@@ -14,7 +14,7 @@ export const MAX_ADMIN_BODY_BYTES = 16 * 1024;
 const MAX_VERSION_LENGTH = 128;
 const MAX_PATH_LENGTH = 4096;
 
-function objectBody(body: Buffer, allowEmpty: boolean): Record<string, unknown> {
+export function objectBody(body: Buffer, allowEmpty: boolean): Record<string, unknown> {
   if (body.length === 0 || body.toString('utf8').trim() === '') {
     if (allowEmpty) return {};
     throw new UpdaterError('MALFORMED_BODY', 'a JSON object body is required');

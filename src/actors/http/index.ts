@@ -21,7 +21,7 @@ await runActor(async (ctx) => {
   const metrics = createHttpMetrics(ctx.registry);
   const fleet = fleetFeedFor(ctx);
   registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, transfers: TransferLocator.of(ctx), isDraining: () => draining });
-  registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
+  const admin = registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
   // The console goes where the admin API is: listen.admin when set, else the device listeners.
   registerConsoleRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { assets: await loadConsoleAssets(), metrics, log: ctx.log });
   for (const { app } of listeners) app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
@@ -55,6 +55,7 @@ await runActor(async (ctx) => {
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
       await Promise.race([Promise.allSettled([...downloads]), timeout]);
       closeAll();
+      admin.flushAudit();
       fleet.flush();
     },
   } satisfies OwnApi<ControlApi>;

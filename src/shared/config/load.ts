@@ -38,6 +38,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       ...(admin.tokenFile !== undefined ? { tokenFile: admin.tokenFile } : {}),
       authFailureBurst: admin.authFailureBurst,
       authFailureRefillPerSecond: admin.authFailureRefillPerSecond,
+      auditMaxAgeMs: admin.auditMaxAgeMs,
     },
     artifacts,
     database: location,

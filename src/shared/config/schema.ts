@@ -67,6 +67,9 @@ export function configSchema(base: string) {
       tokenFile: path(base, optionalText('token_file', { shown: 'one of the two is required', meaning: 'a file holding that token (surrounding white space ignored)' })),
       authFailureBurst: int('auth_failure_burst', { default: 10, min: 1, meaning: 'capacity of the global bucket of failed authentications' }),
       authFailureRefillPerSecond: int('auth_failure_refill_per_second', { default: 1, min: 1, meaning: 'its refill rate' }),
+      auditMaxAgeMs: durationMs('audit_max_age', {
+        default: '2160h', minMs: 1000, zeroMeansOff: true, meaning: 'audit log rows older than this are deleted on the retention schedule (`retention.interval`); `0` keeps all ([operations.md](operations.md#the-audit-log))',
+      }),
     }),
     store: section('store', {
       dir: path(base, requiredText('dir', { meaning: 'the content-addressed store (`binaries/`, `deltas/`, `work/`)' })),

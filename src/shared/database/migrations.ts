@@ -180,6 +180,56 @@ function fleet0006(engine: Engine): Migration {
   };
 }
 
+/**
+ * Operator tokens (docs/operations.md): the SHA-256 of each token, never the token; a revoked
+ * token's row is deleted.
+ */
+function operators0007(engine: Engine): Migration {
+  const big = engine === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createTable('operator_tokens')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('hash', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('expires_at', big)
+        .execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable('operator_tokens').execute();
+    },
+  };
+}
+
+/** The audit log of admin requests, newest first by id; retention deletes by `at`. */
+function audit0008(engine: Engine): Migration {
+  const big = engine === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: Kysely<unknown>) {
+      let table = db.schema.createTable('audit_log');
+      table = engine === 'postgres'
+        ? table.addColumn('id', 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity())
+        : table.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+      await table
+        .addColumn('at', big, (c) => c.notNull())
+        .addColumn('token_id', 'text')
+        .addColumn('token_name', 'text')
+        .addColumn('role', 'text')
+        .addColumn('method', 'text', (c) => c.notNull())
+        .addColumn('path', 'text', (c) => c.notNull())
+        .addColumn('status', 'integer', (c) => c.notNull())
+        .addColumn('detail', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('audit_log_at').on('audit_log').column('at').execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable('audit_log').execute();
+    },
+  };
+}
+
 /** The migrations in order; names sort as numbers so Kysely applies them in this order. */
 export function migrations(engine: Engine): Record<string, Migration> {
   return {
@@ -189,6 +239,8 @@ export function migrations(engine: Engine): Record<string, Migration> {
     '0004_fleet_touch_without_last_seen_index': fleet0004(engine),
     '0005_fleet_version_index_by_device': fleet0005(),
     '0006_fleet_half_free_pages': fleet0006(engine),
+    '0007_operator_tokens': operators0007(engine),
+    '0008_audit_log': audit0008(engine),
   };
 }
 

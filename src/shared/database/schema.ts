@@ -58,12 +58,37 @@ export interface ClusterMetaTable {
   value: string;
 }
 
+/** Operator tokens: the SHA-256 (hex) of each token, never the token itself. */
+export interface OperatorTokensTable {
+  id: string;
+  name: string;
+  role: string;
+  hash: string;
+  created_at: number;
+  expires_at: number | null;
+}
+
+/** One admin request that changed something or was refused. */
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: number;
+  token_id: string | null;
+  token_name: string | null;
+  role: string | null;
+  method: string;
+  path: string;
+  status: number;
+  detail: string;
+}
+
 export interface Database {
   devices: DevicesTable;
   reports: ReportsTable;
   fleet_versions: FleetVersionsTable;
   cluster_tracks: ClusterTracksTable;
   cluster_meta: ClusterMetaTable;
+  operator_tokens: OperatorTokensTable;
+  audit_log: AuditLogTable;
 }
 
 export type Engine = 'sqlite' | 'postgres';
