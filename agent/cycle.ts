@@ -10,7 +10,7 @@ import { checkRelease } from './release.js';
 import { runRestartCommand } from './restart.js';
 import { otherSlot, type SlotName } from './slots.js';
 
-// Steps 1-8 of spec 3.4, in order. The checks are gates, each before the next kind of
+// Steps 1-8 of the cycle (docs/agent.md, "The cycle"), in order. The checks are gates, each before the next kind of
 // work: the release statement (release.ts) and the signature before a byte is fetched, the transfer hash before any patch work,
 // the hash of the slot as read back from disk before the swap.
 //

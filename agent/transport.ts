@@ -3,7 +3,7 @@ import type { TransportName } from './config.js';
 import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
 
 // The agent talks to the server through this interface only, so HTTP and CoAP are
-// interchangeable and failover (spec 3.5) is written once, above the transports.
+// interchangeable and failover (docs/agent.md, "Transports and retry") is written once, above the transports.
 
 /** Where downloaded bytes go; the download module makes them durable. */
 export interface DownloadSink {

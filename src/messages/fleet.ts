@@ -1,8 +1,9 @@
+import type { DeviceView, FleetReportView, FleetSummary, ReportView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
 import { OPERATORS_DEADLINES_MS, type OperatorsApi } from './operators.js';
 
 // The fleet actor's API: the inventory write path (fed by both front-ends, after they have
-// answered), the admin reads of interface.md, and the rollout health counts.
+// answered), the admin reads (docs/fleet.md, "Reading it"), and the rollout health counts.
 
 /** One answered heartbeat, as a front-end hands it to the fleet actor. */
 export interface HeartbeatRecord {
@@ -51,27 +52,8 @@ export interface FleetBatch {
   readonly reports: readonly ReportRecord[];
 }
 
-/** A device as interface.md shows it. Times are Unix seconds. */
-export interface DeviceView {
-  device_id: string;
-  artifact: string;
-  version_hash: string;
-  version: string;
-  hw_info: { arch: string; os: string; free_ram: number; free_disk: number };
-  transport: string;
-  first_seen: number;
-  last_seen: number;
-  last_report: { success: boolean; new_hash: string; rollback_reason: string; at: number } | null;
-}
-
-export interface ReportView {
-  previous_hash: string;
-  new_hash: string;
-  success: boolean;
-  rollback_reason: string;
-  timestamp: number;
-  received_at: number;
-}
+/** The admin API's inventory answers (defined in admin-wire.ts, which the console imports). */
+export type { DeviceView, FleetReportView, FleetSummary, ReportView };
 
 /** `GET /admin/devices`, already validated by the front-end. */
 export interface DeviceQuery {
@@ -98,20 +80,6 @@ export interface ReportQuery {
   /** Only reports of devices on this track. */
   readonly artifact?: string;
   readonly limit: number;
-}
-
-/** A report with the device it came from and that device's track ('' for a device never seen by a heartbeat). */
-export interface FleetReportView extends ReportView {
-  device_id: string;
-  artifact: string;
-}
-
-/** `GET /admin/fleet` without its `rollout` field (the manifester's part). */
-export interface FleetSummary {
-  artifact: string;
-  devices: number;
-  versions: { version_hash: string; version: string; devices: number }[];
-  reports_24h: { success: number; failure: number };
 }
 
 export interface RolloutHealthQuery {

@@ -2,6 +2,7 @@ import type { SerializedError } from '../shared/errors.js';
 import type { RolloutPlan } from '../shared/rollout-plan.js';
 import type { CertificateWire, ManifestWire } from '../shared/wire/keys.js';
 import type { HeartbeatRequest } from '../shared/wire/validate.js';
+import type { RolloutView, TrackListing, TrackView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
@@ -71,61 +72,15 @@ export interface ManifesterApi extends ControlApi, TrackAdminApi {
   signingCertificate(): Promise<CertificateWire | null>;
 }
 
-// ---- Track administration (spec 3.2, 4.2); the http front-end's admin routes call these. ----
+// ---- Track administration (docs/operations.md); the http front-end's admin routes call these. ----
 
-/** One track as `GET /admin/artifacts` lists it (interface.md), plus the path it came from. */
-export interface TrackView {
-  artifact: string;
-  name: string;
-  os: string;
-  arch: string;
-  version: string;
-  hash: string;
-  size: number;
-  source: 'config' | 'api';
-  /** Server-side path the track is published from, and watched. */
-  binary: string;
-  /** Superseded target hashes, newest first (delta sources). */
-  history: string[];
-  /** The track's staged rollout, or null when its target went to every device at once. */
-  rollout: RolloutView | null;
-  /** The sequence of the target's release statement; it rises with every change of what the track serves. */
-  sequence: number;
-}
-
-/** A staged rollout as the admin API shows it (interface.md, "Staged rollouts"). */
-export interface RolloutView {
-  target_hash: string;
-  target_version: string;
-  /** The last target of the track that reached 100 %; null when none did yet. */
-  stable_hash: string | null;
-  percent: number;
-  steps: number[];
-  /** Echoed as given. */
-  step_interval: string;
-  max_failure_rate: number;
-  min_reports: number;
-  state: 'running' | 'paused' | 'complete' | 'aborted';
-  paused_reason: 'failure_rate' | 'operator' | null;
-  /** Aborted with rollback: devices on the target are offered the stable target. */
-  rollback: boolean;
-  /** Boot-confirmed reports counted toward an automatic pause (since the start or the last resume). */
-  reports: { success: number; failure: number };
-  /** Unix seconds. */
-  started_at: number;
-  next_step_at: number | null;
-}
+/** The admin API's track answers (defined in admin-wire.ts, which the console imports). */
+export type { RolloutView, TrackListing, TrackView };
 
 /** `POST /admin/rollout`: an action, or a percent set by the operator. */
 export type RolloutCommand =
   | { readonly artifact: string; readonly action: 'pause' | 'resume' | 'abort' | 'complete'; readonly rollback: boolean }
   | { readonly artifact: string; readonly percent: number };
-
-export interface TrackListing {
-  /** The track that answers heartbeats naming no artifact; '' when there is none. */
-  default: string;
-  artifacts: TrackView[];
-}
 
 /** `POST /admin/artifacts`: the fields of a configuration entry; `binary` is an absolute path. */
 export interface PublishRequest {

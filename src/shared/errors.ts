@@ -130,7 +130,7 @@ export function errorStatus(err: unknown): { code: ErrorCode; http: number; coap
   return { code: e.code, http: spec.http, coap: spec.coap, message };
 }
 
-/** JSON body of an HTTP error, as fixed by interface.md. */
+/** JSON body of an HTTP error, as docs/protocol.md, "Errors", fixes it. */
 export function errorBody(code: ErrorCode, message: string): string {
   return JSON.stringify({ error: { code, message } });
 }

@@ -46,7 +46,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
   const rate = failureRate(rollout);
   const live = rollout.state === 'running' || rollout.state === 'paused';
   const threshold = rollout.max_failure_rate;
-  const over = rate !== undefined && threshold !== undefined && rate > threshold;
+  const over = rate !== undefined && rate > threshold;
 
   const setPercent = (event: Event) => {
     event.preventDefault();
@@ -80,7 +80,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
         </dd></div>
         <div><dt>Failure rate</dt><dd class=${over ? 'bad' : ''} data-testid="failure-rate">
           ${rate === undefined ? 'no reports yet' : percent(rate)}
-          ${threshold !== undefined ? html` <span class="note">threshold ${percent(threshold)}${rollout.min_reports !== undefined ? `, judged from ${rollout.min_reports} reports` : ''}</span>` : null}
+          ${html` <span class="note">threshold ${percent(threshold)}, judged from ${rollout.min_reports} reports</span>`}
           ${rate !== undefined ? html`<span class="note"> (${rollout.reports.failure} failed of ${rollout.reports.success + rollout.reports.failure})</span>` : null}</dd></div>
         <div><dt>Next step</dt><dd>${rollout.next_step_at ? html`${absoluteTime(rollout.next_step_at)} <span class="note">(${relativeTime(rollout.next_step_at)})</span>` : '—'}</dd></div>
         <div><dt>Target</dt><dd><${Hash} value=${rollout.target_hash} /></dd></div>

@@ -4,9 +4,7 @@ import coap, { type CoapPacket, type IncomingMessage, type OutgoingMessage } fro
 import { generate } from 'coap-packet';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { TransferLocator } from '../transfer-locator.js';
 import { AddressProof } from './amplification.js';
 import { boundDedupCache } from './dedup-cache.js';
@@ -100,9 +98,6 @@ await runActor(async (ctx) => {
   ctx.log.info({ host: listen.host, port: socket.address().port, dedupCacheBytes, maxInFlight }, 'coap listening');
 
   return {
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     async drain() {
       draining = true;
       await inFlight.idle(DRAIN_REQUESTS_MS);
@@ -111,7 +106,7 @@ await runActor(async (ctx) => {
       await transfers.files.closeAll();
       fleet.flush();
     },
-  } satisfies ControlApi;
+  } satisfies OwnApi<ControlApi>;
 });
 
 function bind(type: 'udp4' | 'udp6', host: string, port: number): Promise<Socket> {

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { Transport } from '../../messages/admin-wire.js';
 import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
 import { recountVersions } from '../../shared/database/connect.js';
 import type { Database, DevicesTable, ReportsTable } from '../../shared/database/schema.js';
@@ -20,7 +21,8 @@ export function deviceView(row: Selectable<DevicesTable>): DeviceView {
     version_hash: row.version_hash,
     version: row.version,
     hw_info: { arch: row.hw_arch, os: row.hw_os, free_ram: row.hw_free_ram, free_disk: row.hw_free_disk },
-    transport: row.transport,
+    // The column is text, written only from a heartbeat's transport (fleet-store-*.ts).
+    transport: row.transport as Transport,
     first_seen: row.first_seen,
     last_seen: row.last_seen,
     last_report: row.last_report_at === null

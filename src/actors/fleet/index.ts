@@ -1,10 +1,8 @@
 import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
 import { engineOf, openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
 import { unpackHeartbeats } from '../../messages/fleet-batch.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from './fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
@@ -183,9 +181,6 @@ await runActor(async (ctx) => {
       if (!stopped) audit.append(records);
     },
     listAudit: (query) => audit.list(query),
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     async drain() {
       stopped = true;
       for (const t of timers) clearTimeout(t);
@@ -195,5 +190,5 @@ await runActor(async (ctx) => {
       await tokens.close();
       await store?.close();
     },
-  } satisfies FleetApi;
+  } satisfies OwnApi<FleetApi>;
 });

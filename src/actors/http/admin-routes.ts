@@ -14,7 +14,7 @@ import type { HttpMetrics } from './metrics.js';
 import type { AdminQuery, AdminRoute } from './admin-route.js';
 import { exchange, methodNotAllowed, sendError, sendJson } from './respond.js';
 
-// The admin API of spec 4.2 (bodies: interface.md), HTTP only. Every /admin/* path, known or
+// The admin API (docs/operations.md, "The calls"), HTTP only. Every /admin/* path, known or
 // not, is authenticated first; the Authorization header is read here and never logged.
 //
 //   operator ─▶ auth (token, failure bucket) ─▶ role (ADMIN_ROUTE_ROLES) ─▶ body checks ─▶ manifester (tracks, state file)

@@ -4,7 +4,7 @@ import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import { artifactKey } from './admin-body.js';
 
-// The query strings of the fleet admin calls (interface.md), checked before any database
+// The query strings of the fleet admin calls (docs/fleet.md, "Reading it"), checked before any database
 // work: an unknown key, a limit out of range or a cursor this server did not write is a 400
 // with a stable code.
 

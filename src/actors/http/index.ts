@@ -1,10 +1,8 @@
 import uWS from 'uWebSockets.js';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
 import { fleetFeedFor } from '../fleet-feed.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { listenExclusive, planListeners } from './listeners.js';
 import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
@@ -51,9 +49,6 @@ await runActor(async (ctx) => {
   });
 
   return {
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     async drain() {
       draining = true;
       for (const socket of sockets) uWS.us_listen_socket_close(socket);
@@ -63,5 +58,5 @@ await runActor(async (ctx) => {
       admin.flushAudit();
       fleet.flush();
     },
-  } satisfies ControlApi;
+  } satisfies OwnApi<ControlApi>;
 });

@@ -1,9 +1,7 @@
 import type { HeartbeatAnswers, ManifesterApi } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { BinaryWatcher } from './file-watch.js';
 import { GenerationRequests } from './generation-requests.js';
 import { Manifester } from './manifester.js';
@@ -70,7 +68,7 @@ await runActor(async (ctx) => {
     onTracksChanged: (all) => watcher.sync(all),
     ...(cluster ? { cluster: cluster.tracks } : {}),
   });
-  // Configuration is authoritative for the tracks it names (spec 3.2): every boot republishes
+  // Configuration is authoritative for the tracks it names (docs/operations.md, "Configuration versus the API"): every boot republishes
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
   // which fails the start.
   await admin.boot();
@@ -105,16 +103,13 @@ await runActor(async (ctx) => {
     reloadTracks: async (artifact) => admin.reload(artifact),
     controlRollout: async (command) => rollouts.command(command),
     rolloutOf: async (artifact) => rollouts.view(artifact),
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     drain: async () => {
       clearInterval(renewal);
       await rollouts.stop();
       await watcher.close();
       await cluster?.close();
     },
-  } satisfies ManifesterApi;
+  } satisfies OwnApi<ManifesterApi>;
 });
 
 /** The answers of a batch: a decision that throws travels as data beside the other answers. */

@@ -32,7 +32,7 @@ export interface StoreRequests {
   ensureFull(hash: string): void;
 }
 
-/** Answers heartbeats from the track table and the store replica (spec 3.1). */
+/** Answers heartbeats from the track table and the store replica (docs/protocol.md, "What a manifest means"). */
 export class Manifester {
   private readonly warned = new CountLru<string, number>(1024);
   /**
@@ -87,7 +87,7 @@ export class Manifester {
     let target: Target | undefined = track;
     const rollout = track?.rollout;
     // A staged rollout picks the target before rows 2-7; without one, or once it is complete,
-    // the table runs exactly as spec 3.1 has it.
+    // the table runs exactly as decide.ts has it.
     if (track && rollout && rollout.state !== 'complete') {
       const route = routeDevice(rollout, request.deviceId, request.versionHash);
       this.metrics.routed(route);

@@ -17,7 +17,7 @@ import { TrackRecorder } from './track-record.js';
 import { toView, type Track, type TrackTable } from './tracks.js';
 import { steppedSequences } from './release-sequence.js';
 
-// The track lifecycle of spec 3.2, for configuration at boot and for the admin API after:
+// The track lifecycle (docs/operations.md, "Configuration versus the API"), for configuration at boot and for the admin API after:
 //
 //   publish ─▶ stream the file into the store (durable) ─▶ table + state file ─▶ Current
 //   identical bytes and version                          ─▶ nothing at all (no-op)
@@ -161,7 +161,7 @@ export class TrackAdmin {
 
   /**
    * Re-reads the file of one track, or of every track. A targeted reload touches that track
-   * alone (the per-component pipeline of spec 4.2). A reload of everything goes on past a
+   * alone (docs/operations.md, "Per-component pipelines"). A reload of everything goes on past a
    * file that cannot be read and lists it.
    */
   async reload(artifact?: string): Promise<ReloadOutcome> {

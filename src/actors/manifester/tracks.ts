@@ -4,7 +4,7 @@ import { UpdaterError } from '../../shared/errors.js';
 import { publishedSequences, type Sequenced } from './release-sequence.js';
 import { relabel, rolloutView, type Rollout } from './rollout/rollout.js';
 
-/** A publication track and its current target (spec 2.5, 3.2). */
+/** A publication track and its current target (docs/operations.md, "The calls"). */
 export interface Track extends Sequenced {
   readonly key: string;
   readonly name: string;

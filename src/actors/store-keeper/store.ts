@@ -156,7 +156,7 @@ export class ContentStore {
     assertSha256Hex(from, 'from');
     assertSha256Hex(to, 'to');
     const existing = this.transfers.get(transferName('delta', to, from));
-    // An existing delta is always served, whatever the size cap says (spec 3.1 row 3).
+    // An existing delta is always served, whatever the size cap says (row 3 of manifester/decide.ts).
     if (existing) return existing;
     // In a cluster, another replica may have stored a binary this one has not indexed yet.
     if (this.cluster) for (const hash of [from, to]) await this.adoptBinary(hash).catch(() => undefined);

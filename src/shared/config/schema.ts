@@ -6,7 +6,7 @@ import {
 
 // Every key of `updater serve --config` is declared here, once: YAML name, default, bounds,
 // unit (converted to bytes or milliseconds here and nowhere else) and the line of
-// docs/configuration.md (kept in step by test/shared/config/docs.test.ts). The Config type
+// docs/configuration.md (kept in step by test/tools/config-docs.test.ts). The Config type
 // is derived from this table. Checks that span keys (admin.token vs token_file, tracks,
 // default_artifact, readable files) are in load.ts. How to add a key: docs/architecture.md.
 

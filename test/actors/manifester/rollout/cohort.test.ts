@@ -7,7 +7,7 @@ const T = '3f'.repeat(32);
 const ids = Array.from({ length: 400 }, (_, i) => (i % 7 === 0 ? `gerät-ü-${i}` : `dev-${i.toString().padStart(4, '0')}`));
 const PERCENTS = [0, 0.01, 5, 10, 12.34, 50, 99.99, 100];
 
-// The formula of interface.md computed by another implementation: Python's hashlib and
+// The formula of docs/rollouts.md ("Who gets the new build") computed by another implementation: Python's hashlib and
 // struct, fed the same ids as UTF-8. Any difference in byte order, encoding or the
 // separator would show here.
 const PYTHON = `
