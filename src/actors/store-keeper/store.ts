@@ -84,6 +84,7 @@ export class ContentStore {
       threads: this.pool?.threads.length ?? 0,
       expectedDiffBytes: this.expectedDiffBytes,
     }));
+    metrics.observeStore(() => this.writability.reading);
   }
 
   async open(): Promise<void> {
@@ -100,6 +101,7 @@ export class ContentStore {
     for (const b of scanned.binaries) this.binaries.set(b.hash, b.size);
     for (const t of scanned.transfers) this.transfers.set(transferName(t.kind, t.to, t.from), t);
     this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir, condition }, 'store opened');
+    this.writability.start();
   }
 
   condition(): StoreCondition {
