@@ -180,6 +180,25 @@ function fleet0006(engine: Engine): Migration {
   };
 }
 
+/**
+ * Reports keep the moment they were received to the millisecond. A rollout counts the reports
+ * received from its start (or resume) on, and with whole seconds it had to round that moment
+ * up: every report of the first second was lost (20 failure reports sent right after a publish
+ * counted as none). Nullable, so adding it rewrites no row on either engine; rows from before
+ * keep their whole seconds (fleet-queries.ts reads them as before).
+ */
+function reports0007(engine: Engine): Migration {
+  const big = engine === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('reports').addColumn('received_at_ms', big).execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.alterTable('reports').dropColumn('received_at_ms').execute();
+    },
+  };
+}
+
 /** The migrations in order; names sort as numbers so Kysely applies them in this order. */
 export function migrations(engine: Engine): Record<string, Migration> {
   return {
@@ -189,6 +208,7 @@ export function migrations(engine: Engine): Record<string, Migration> {
     '0004_fleet_touch_without_last_seen_index': fleet0004(engine),
     '0005_fleet_version_index_by_device': fleet0005(),
     '0006_fleet_half_free_pages': fleet0006(engine),
+    '0007_reports_received_ms': reports0007(engine),
   };
 }
 
