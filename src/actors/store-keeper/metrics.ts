@@ -17,7 +17,8 @@ export interface BudgetReading {
 
 export interface StoreMetrics {
   generated(kind: TransferKind, seconds: number): void;
-  generationFailed(kind: TransferKind): void;
+  /** `code`: the error's stable code; a full store is counted apart from a failed diff. */
+  generationFailed(kind: TransferKind, code?: string): void;
   observeBudgets(read: () => BudgetReading): void;
   observeStore(read: () => StoreReading): void;
 }
@@ -102,8 +103,8 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
       generations.inc({ kind, result: 'ok' });
       duration.observe({ kind }, seconds);
     },
-    generationFailed(kind) {
-      generations.inc({ kind, result: 'error' });
+    generationFailed(kind, code) {
+      generations.inc({ kind, result: code === 'STORE_FULL' ? 'store_full' : 'error' });
     },
     observeBudgets(fn) {
       read = fn;

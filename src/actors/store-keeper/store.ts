@@ -311,8 +311,8 @@ export class ContentStore {
   private async generate(task: DiffTask): Promise<TransferInfo> {
     const outcome = await this.runTask(task);
     if (!outcome.ok) {
-      this.metrics.generationFailed(task.kind);
       const err = deserializeError(outcome.error);
+      this.metrics.generationFailed(task.kind, (err as { code?: string }).code);
       this.log.error({ err, kind: task.kind, target: task.targetHash }, 'derived file generation failed');
       throw err;
     }
