@@ -84,8 +84,8 @@ export interface ReportQuery {
 
 export interface RolloutHealthQuery {
   readonly targetHash: string;
-  /** Unix seconds: only reports received at or after it count. */
-  readonly since: number;
+  /** Unix milliseconds: only reports received at or after it count. */
+  readonly sinceMs: number;
 }
 
 export interface RolloutHealth {

@@ -75,8 +75,10 @@ await runActor(async (ctx) => {
       metrics.dropped(verdict.reason);
       return;
     }
-    if (verdict.kind === 'ping') {
-      // RFC 7252 §4.3: a ping is answered with a Reset of the same message ID, 4 bytes for 4.
+    if (verdict.kind === 'ping' || verdict.kind === 'reject') {
+      // RFC 7252 §4.3: a ping is answered with a Reset of the same message ID, 4 bytes for 4;
+      // §4.2: so is a confirmable message with a format error, which goes no further.
+      if (verdict.kind === 'reject') metrics.dropped('malformed');
       socket.send(generate({ messageId: verdict.messageId, reset: true, confirmable: false, code: '0.00', token: Buffer.alloc(0) }), rinfo.port, rinfo.address);
       return;
     }

@@ -75,7 +75,7 @@ await runActor(async (ctx) => {
   cluster?.start();
   // Without the fleet inventory there are no report counts: rollouts step and obey commands, but never pause themselves.
   const health = config.fleet.enabled
-    ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call('fleet', (f) => f.rolloutHealth(queries))
+    ? (queries: readonly { targetHash: string; sinceMs: number }[]) => ctx.call('fleet', (f) => f.rolloutHealth(queries))
     : undefined;
   const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
   rollouts.start();

@@ -82,7 +82,7 @@ export function configSchema(base: string) {
       dir: path(base, requiredText('dir', { meaning: 'the content-addressed store (`binaries/`, `deltas/`, `work/`)' })),
       // Directories the admin API may publish from (besides the configured artifacts' own).
       publishRoots: paths(base, textList('publish_roots', {
-        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration and `store.dir` are refused always',
+        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration, TLS key, database and `store.dir` are refused always, under any name (hard links included)',
       })),
       stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API; refused beside a `postgres://` database, which holds the tracks then ([scaling.md](scaling.md))' })),
       targetCacheBytes: bytesIn('MB', 'target_cache_mb', { default: 256, min: 0, meaning: 'byte budget of cached delta targets (0 disables)' }),

@@ -230,6 +230,25 @@ function audit0008(engine: Engine): Migration {
   };
 }
 
+/**
+ * Reports keep the moment they were received to the millisecond. A rollout counts the reports
+ * received from its start (or resume) on, and with whole seconds it had to round that moment
+ * up: every report of the first second was lost (20 failure reports sent right after a publish
+ * counted as none). Nullable, so adding it rewrites no row on either engine; rows from before
+ * keep their whole seconds (fleet-queries.ts reads them as before).
+ */
+function reports0009(engine: Engine): Migration {
+  const big = engine === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('reports').addColumn('received_at_ms', big).execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.alterTable('reports').dropColumn('received_at_ms').execute();
+    },
+  };
+}
+
 /** The migrations in order; names sort as numbers so Kysely applies them in this order. */
 export function migrations(engine: Engine): Record<string, Migration> {
   return {
@@ -241,6 +260,7 @@ export function migrations(engine: Engine): Record<string, Migration> {
     '0006_fleet_half_free_pages': fleet0006(engine),
     '0007_operator_tokens': operators0007(engine),
     '0008_audit_log': audit0008(engine),
+    '0009_reports_received_ms': reports0009(engine),
   };
 }
 

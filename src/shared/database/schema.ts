@@ -32,6 +32,8 @@ export interface ReportsTable {
   rollback_reason: string;
   timestamp: number;
   received_at: number;
+  /** The same moment in milliseconds (migration 0007); null in rows written before it. */
+  received_at_ms: number | null;
 }
 
 /** Devices per track and version, maintained by each flush (the summary reads it). */

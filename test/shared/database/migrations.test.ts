@@ -44,7 +44,7 @@ for (const engine of ENGINES) {
     t.notOk((await migrator.migrateTo('0001_fleet_inventory')).error, 'back to the first schema');
     const row = (id: string, hash: string) => ({ device_id: id, artifact: 'app', version_hash: hash, version: '1', hw_arch: '', hw_os: '', hw_free_ram: 0, hw_free_disk: 0, transport: 'http', first_seen: 1, last_seen: 1 });
     await db.insertInto('devices').values([row('a', 'h1'), row('b', 'h1'), row('c', 'h2')]).execute();
-    t.same(await migrateToLatest(db as never, engine), ['0002_fleet_version_counts', '0003_cluster_tracks', '0004_fleet_touch_without_last_seen_index', '0005_fleet_version_index_by_device', '0006_fleet_half_free_pages', '0007_operator_tokens', '0008_audit_log']);
+    t.same(await migrateToLatest(db as never, engine), ['0002_fleet_version_counts', '0003_cluster_tracks', '0004_fleet_touch_without_last_seen_index', '0005_fleet_version_index_by_device', '0006_fleet_half_free_pages', '0007_operator_tokens', '0008_audit_log', '0009_reports_received_ms']);
     const counts = await db.selectFrom('fleet_versions').select(['version_hash', 'devices']).orderBy('version_hash').execute();
     t.same(counts.map((c) => [c.version_hash, Number(c.devices)]), [['h1', 2], ['h2', 1]]);
     await close();
