@@ -102,7 +102,7 @@ export async function summary(db: Kysely<Database>, artifact: string, nowMs: num
  * The latest report per device among those for the target received at or after `sinceMs`, by
  * outcome, to the millisecond: a report that arrives in the same second as a rollout's start
  * counts, one in the same second before a resume does not. The whole-second column narrows the
- * search on its index; a row written before migration 0007 has no milliseconds and counts
+ * search on its index; a row written before migration 0009 has no milliseconds and counts
  * from the next whole second, as it did then.
  */
 export async function rolloutHealth(db: Kysely<Database>, queries: readonly RolloutHealthQuery[]): Promise<RolloutHealth[]> {
