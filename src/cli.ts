@@ -13,6 +13,7 @@ commands:
   pubkey --key FILE       print the public key (hex) of an existing signing key
   agent --config FILE     run the device agent (--once: one update cycle, then exit)
   load [options]          simulate a fleet of devices against a running server
+  push FILE --track KEY --version V   upload a build and publish it (token in UPDATER_TOKEN)
 
 Run "updater <command> --help" for the options of a command.
 `;
@@ -39,6 +40,7 @@ stdout: what the device agents need as public_key. FILE is PKCS#8 PEM (as keygen
 an Ed25519 key from "openssl genpkey -algorithm ed25519") or a key in the earlier format.
 `,
   agent: async () => (await import('../agent/index.js')).AGENT_HELP,
+  push: async () => (await import('./cli/push.js')).PUSH_HELP,
 };
 
 async function helpOf(command: string): Promise<string> {
@@ -69,6 +71,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   keygen: oneFileCommand('keygen', 'out', writePrivateKeyFile),
   pubkey: oneFileCommand('pubkey', 'key', async (file) => publicKeyHex(await readPrivateKeyFile(file))),
   agent: async (args) => (await import('../agent/index.js')).agentCommand(args),
+  push: async (args) => (await import('./cli/push.js')).pushCommand(args),
   load: async (args) => {
     try {
       return await (await import('../agent/load/cli.js')).loadCommand(args);
