@@ -90,3 +90,6 @@ export interface FleetReport extends Report {
   device_id: string;
   artifact: string;
 }
+
+/** `GET /admin/webhooks`: the server's own wire type (type-only: nothing of the server is bundled). */
+export type { WebhookState } from '../../src/messages/webhooks.js';

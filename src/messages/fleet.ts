@@ -1,4 +1,6 @@
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
+import type { WebhookEvent } from '../shared/webhooks/events.js';
+import type { WebhookState } from './webhooks.js';
 
 // The fleet actor's API: the inventory write path (fed by both front-ends, after they have
 // answered), the admin reads of interface.md, and the rollout health counts.
@@ -141,6 +143,9 @@ export interface FleetApi extends ControlApi {
   rolloutHealth(queries: readonly RolloutHealthQuery[]): Promise<RolloutHealth[]>;
   /** Writes what is buffered now (tests, drain). */
   flush(): Promise<void>;
+  /** Puts events into the webhooks' outbox; durable when it resolves (src/actors/webhook-events.ts sends them). */
+  recordEvents(events: readonly WebhookEvent[]): Promise<void>;
+  webhookState(): Promise<WebhookState>;
 }
 
 export const FLEET_DEADLINES_MS = {
@@ -154,4 +159,6 @@ export const FLEET_DEADLINES_MS = {
   /** Flushes what is buffered first. */
   rolloutHealth: 10_000,
   flush: 30_000,
+  recordEvents: 10_000,
+  webhookState: 10_000,
 } as const satisfies Deadlines<FleetApi>;

@@ -7,11 +7,13 @@ import { DevicesView } from './devices.js';
 import { FailuresView } from './failures.js';
 import { TrackView } from './track.js';
 import { TracksView } from './tracks.js';
+import { WebhooksView } from './webhooks.js';
 
 const SECTIONS = [
   { id: 'tracks', label: 'Tracks' },
   { id: 'devices', label: 'Devices' },
   { id: 'failures', label: 'Failures' },
+  { id: 'webhooks', label: 'Webhooks' },
 ] as const;
 
 /** The frame around every view: skip link, navigation, sign out, and the routed view. */
@@ -36,6 +38,7 @@ export function Layout() {
   else if (section === 'devices' && id) view = html`<${DeviceView} deviceId=${id} />`;
   else if (section === 'devices') view = html`<${DevicesView} params=${route.params} />`;
   else if (section === 'failures') view = html`<${FailuresView} />`;
+  else if (section === 'webhooks') view = html`<${WebhooksView} />`;
   else view = html`<${TracksView} />`;
 
   return html`

@@ -8,6 +8,8 @@ import { runActor } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from '../../shared/database/fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
+import { updateFailedEvents } from './webhooks/device-events.js';
+import { Webhooks } from './webhooks/webhooks.js';
 
 // The fleet actor: the only holder of the database connection.
 //
@@ -32,6 +34,7 @@ await runActor(async (ctx) => {
     if (!store) throw new UpdaterError('DATABASE_UNREACHABLE', 'the fleet database is not open (the store is full or read-only); retrying', { key: 'database' });
     return store.db;
   };
+  const webhooks = new Webhooks(ctx.config, () => store?.db, ctx.registry, ctx.log);
   const buffer = new WriteBuffer(fleet.bufferBytes);
   const metrics = createFleetMetrics(ctx.registry, () => ({ bytes: buffer.bytes, budget: buffer.budgetBytes, dropped: buffer.dropped }));
   let flushing: Promise<void> | undefined;
@@ -70,6 +73,9 @@ await runActor(async (ctx) => {
         const key = await resolveDefault();
         heartbeats = heartbeats.map((h) => (h.artifact === '' ? { ...h, artifact: key } : h));
       }
+      // Into the outbox first: a flush that fails after it is retried and records them again
+      // (at least once), where the other order could lose them.
+      await webhooks.record(updateFailedEvents(taken.reports));
       await q.writeBatch(db(), heartbeats, taken.reports);
       refused = false;
       buffer.written(taken);
@@ -130,13 +136,16 @@ await runActor(async (ctx) => {
     if (!store) return;
     const removed = await q.prune(store.db, devicesBefore, reportsBefore);
     metrics.pruned(removed.devices, removed.reports);
-    ctx.log.info(removed, 'fleet retention done');
+    const events = await webhooks.prune(now);
+    ctx.log.info({ ...removed, webhook_events: events }, 'fleet retention done');
   });
   const refreshVersions = async () => {
     if (store) metrics.setVersionCounts(await q.versionCounts(store.db));
+    await webhooks.refreshMetrics();
   };
   await refreshVersions();
   every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
+  webhooks.start();
 
   return {
     record(batch) {
@@ -158,12 +167,15 @@ await runActor(async (ctx) => {
       return q.rolloutHealth(db(), queries);
     },
     flush,
+    recordEvents: (events) => webhooks.record(events),
+    webhookState: () => webhooks.state(),
     metrics: () => collectMetrics(ctx),
     setLogLevel: (level) => setLevel(ctx, level),
     memory: async () => liveMemory(),
     async drain() {
       stopped = true;
       for (const t of timers) clearTimeout(t);
+      await webhooks.stop();
       await flush();
       await store?.close();
     },

@@ -5,6 +5,8 @@ import type { ActorContext } from '../runtime.js';
 import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody, parseRolloutBody } from './admin-body.js';
 import { AdminAuth } from './auth.js';
 import { registerFleetRoutes } from './fleet-routes.js';
+import { registerUploadRoutes } from './upload.js';
+import { registerWebhookRoutes } from './webhook-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
 import { exchange, methodNotAllowed, sendError, sendJson, type Exchange } from './respond.js';
@@ -23,10 +25,17 @@ export interface AdminQuery {
   raw: string;
   /** The `:param` path segment, for routes that have one. */
   param?: string;
+  /** PUT only: what an upload needs from its headers ('' when absent). */
+  upload?: UploadHeaders;
+}
+
+export interface UploadHeaders {
+  readonly contentLength: string;
+  readonly contentSha256: string;
 }
 
 export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
-export type AdminRoute = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => void;
+export type AdminRoute = (method: 'get' | 'post' | 'put' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => void;
 
 export interface AdminDeps {
   ctx: ActorContext;
@@ -72,6 +81,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
       // read after it when a value is percent-encoded (artifact=app%2Flinux%2Farm64).
       const raw = req.getQuery() ?? '';
       const query: AdminQuery = { artifact: req.getQuery('artifact'), raw, ...(path.includes('/:') ? { param: req.getParameter(0) } : {}) };
+      if (method === 'put') query.upload = { contentLength: req.getHeader('content-length'), contentSha256: req.getHeader('x-content-sha256') };
       const body = method === 'post' ? readBody(ex, req, MAX_ADMIN_BODY_BYTES) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
       handler(ex, body, query).then(finish, (err) => {
@@ -137,6 +147,8 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
 
   registerFleetRoutes(route, ctx);
+  registerUploadRoutes(route, ctx);
+  registerWebhookRoutes(route, ctx);
 
   // Known paths with another method, then unknown admin paths: still only for a valid token.
   route('any', '/admin/artifacts', 'admin_other', async () => {
@@ -144,7 +156,8 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
   const methodsOf = [
     [['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/memory', '/admin/loglevel'], ['POST']],
-    [['/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports'], ['GET']],
+    [['/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports', '/admin/webhooks'], ['GET']],
+    [['/admin/binaries'], ['PUT']],
   ] as const;
   for (const [paths, allow] of methodsOf) {
     for (const path of paths) {

@@ -12,6 +12,7 @@ import { createManifesterMetrics } from './metrics.js';
 import { RolloutControl } from './rollout-control.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
+import { webhookEmitter } from '../webhook-events.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 import { engineOf } from '../../shared/database/location.js';
@@ -50,6 +51,7 @@ await runActor(async (ctx) => {
   const cluster: ClusterSync | undefined = engineOf(config.database) === 'postgres'
     ? await (await import('./cluster-sync.js')).startClusterSync(ctx, tracks, (keys): void => admin.trackChangedElsewhere(keys), (): Promise<void> => admin.sync())
     : undefined;
+  const events = webhookEmitter(ctx);
   const admin = new TrackAdmin({
     config,
     log: ctx.log,
@@ -60,8 +62,10 @@ await runActor(async (ctx) => {
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
       adoptBinary: (hash) => requests.adoptBinary(hash),
+      storedBinary: (hash) => ctx.call('store-keeper', (s) => s.adoptBinary(hash)),
     },
     onTracksChanged: (all) => watcher.sync(all),
+    events: (event) => events.emit(event),
     ...(cluster ? { cluster: cluster.tracks } : {}),
   });
   // Configuration is authoritative for the tracks it names (spec 3.2): every boot republishes

@@ -58,12 +58,34 @@ export interface ClusterMetaTable {
   value: string;
 }
 
+/** One event for one webhook (src/actors/fleet/webhooks/). Times are Unix milliseconds. */
+export interface WebhookOutboxTable {
+  /** Order of the events per webhook. */
+  id: Generated<number>;
+  /** The webhook's URL, which names its queue. */
+  webhook: string;
+  event_id: string;
+  type: string;
+  /** The CloudEvent as sent, serialized once. */
+  body: string;
+  created_at: number;
+  /** `pending`, `delivered`, or `failed` (gave up after 24 h). */
+  state: string;
+  attempts: number;
+  /** When a pending row is due (its next attempt). */
+  next_at: number;
+  last_status: number | null;
+  last_error: string | null;
+  done_at: number | null;
+}
+
 export interface Database {
   devices: DevicesTable;
   reports: ReportsTable;
   fleet_versions: FleetVersionsTable;
   cluster_tracks: ClusterTracksTable;
   cluster_meta: ClusterMetaTable;
+  webhook_outbox: WebhookOutboxTable;
 }
 
 export type Engine = 'sqlite' | 'postgres';
