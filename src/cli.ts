@@ -20,11 +20,14 @@ Run "updater <command> --help" for the options of a command.
 
 const HELP: Record<string, string | (() => Promise<string>)> = {
   load: async () => (await import('../agent/load/cli.js')).LOAD_HELP,
-  serve: `usage: updater serve --config FILE
+  serve: `usage: updater serve --config FILE [--pretty]
 
 Runs the server. The configuration is validated before anything listens; an error names the
 key and exits with status 2, as does a database key that cannot be reached. SIGTERM or SIGINT
 drains the actors and exits 0.
+
+Logs go to stdout: lines for a person on a terminal (or with --pretty), JSON lines otherwise
+(a file, a pipe, journald). UPDATER_LOG_PRETTY=0 asks for JSON on a terminal too.
 `,
   keygen: `usage: updater keygen --out FILE
 
@@ -106,7 +109,9 @@ function oneFileCommand(command: string, option: string, print: (file: string) =
 }
 
 async function serveCommand(args: string[]): Promise<number> {
-  const { config: configPath } = options(args, ['config']);
+  // Set before any logger exists: the actor threads inherit the environment.
+  if (args.includes('--pretty')) process.env.UPDATER_LOG_PRETTY = '1';
+  const { config: configPath } = options(args.filter((a) => a !== '--pretty'), ['config']);
   if (!configPath) {
     process.stderr.write(`updater serve: --config FILE is required\n\n${await helpOf('serve')}`);
     return 2;

@@ -3,10 +3,10 @@ import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.j
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { liveMemory } from '../../shared/live-memory.js';
-import { unpackHeartbeats } from '../fleet-feed.js';
+import { unpackHeartbeats } from '../../messages/fleet-batch.js';
 import { runActor } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
-import * as q from '../../shared/database/fleet-queries.js';
+import * as q from './fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
 import { updateFailedEvents } from './webhooks/device-events.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -118,7 +118,7 @@ await runActor(async (ctx) => {
   try {
     await open();
   } catch (err) {
-    if (/^postgres(ql)?:/.test(ctx.config.database)) throw err;
+    if (ctx.config.cluster) throw err;
     ctx.log.error({ err }, 'fleet database cannot be opened: serving devices without the inventory, retrying every 5 s');
     const retry = () => {
       if (stopped || store) return;

@@ -9,33 +9,14 @@ import { registerUploadRoutes } from './upload.js';
 import { registerWebhookRoutes } from './webhook-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
-import { exchange, methodNotAllowed, sendError, sendJson, type Exchange } from './respond.js';
+import type { AdminQuery, AdminRoute } from './admin-route.js';
+import { exchange, methodNotAllowed, sendError, sendJson } from './respond.js';
 
 // The admin API of spec 4.2 (bodies: interface.md), HTTP only. Every /admin/* path, known or
 // not, is authenticated first; the Authorization header is read here and never logged.
 //
 //   operator ─▶ auth (token, failure bucket) ─▶ body checks ─▶ manifester (tracks, state file)
 //                                                            └▶ supervisor (log level, gc)
-
-
-/** What a handler gets from the request, read before the first await (uWS reuses it after). */
-export interface AdminQuery {
-  artifact?: string;
-  /** The whole query string, for calls that check every key. */
-  raw: string;
-  /** The `:param` path segment, for routes that have one. */
-  param?: string;
-  /** PUT only: what an upload needs from its headers ('' when absent). */
-  upload?: UploadHeaders;
-}
-
-export interface UploadHeaders {
-  readonly contentLength: string;
-  readonly contentSha256: string;
-}
-
-export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
-export type AdminRoute = (method: 'get' | 'post' | 'put' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => void;
 
 export interface AdminDeps {
   ctx: ActorContext;

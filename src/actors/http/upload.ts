@@ -4,7 +4,7 @@ import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { Peer } from '../../shared/rpc.js';
 import type { ActorContext } from '../runtime.js';
-import type { AdminRoute, UploadHeaders } from './admin-routes.js';
+import type { AdminRoute, UploadHeaders } from './admin-route.js';
 import { sendError, sendJson, type Exchange } from './respond.js';
 import { UploadSink } from './upload-sink.js';
 

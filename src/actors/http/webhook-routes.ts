@@ -1,6 +1,6 @@
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
-import type { AdminRoute } from './admin-routes.js';
+import type { AdminRoute } from './admin-route.js';
 import { sendJson } from './respond.js';
 
 // GET /admin/webhooks: each configured webhook's delivery state, from the outbox the fleet

@@ -1,6 +1,6 @@
 import type { TrackView } from '../../messages/manifester.js';
 import type { WebhookEvent, WebhookEventType } from '../../shared/webhooks/events.js';
-import { rolloutView, type Rollout } from './rollout.js';
+import { rolloutView, type Rollout } from './rollout/rollout.js';
 import type { Track } from './tracks.js';
 
 // Which webhook events a change of the track table is (docs/operations.md, "Webhooks"). Pure:

@@ -32,6 +32,11 @@ export type Config = DeepReadonly<
     database: string;
     /** Each with its secret read from `secretFile` at start. */
     webhooks: WebhookConfig[];
+    /**
+     * Whether this server is a cluster replica: `database` is a PostgreSQL URL (docs/scaling.md).
+     * Derived once when the configuration is loaded (load.ts), never written in the YAML.
+     */
+    cluster: boolean;
   }
 >;
 

@@ -3,7 +3,6 @@ import type { Registry } from 'prom-client';
 import type { WebhookState } from '../../../messages/webhooks.js';
 import type { Config } from '../../../shared/config/types.js';
 import type { Database } from '../../../shared/database/schema.js';
-import { engineOf } from '../../../shared/database/location.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { WebhookEvent } from '../../../shared/webhooks/events.js';
 import { cloudEvent } from './delivery.js';
@@ -29,7 +28,7 @@ export class Webhooks {
 
   constructor(private readonly config: Config, private readonly db: () => Kysely<Database> | undefined, registry: Registry, log: Logger) {
     this.metrics = createWebhookMetrics(registry, config.webhooks.map((w) => w.url));
-    const cluster = engineOf(config.database) === 'postgres' ? config.database : undefined;
+    const cluster = config.cluster ? config.database : undefined;
     this.sender = new WebhookSender(db, config.webhooks, cluster, this.metrics, log);
   }
 

@@ -1,0 +1,24 @@
+import type { Exchange } from './respond.js';
+
+// The shape of an admin route, apart from the routes themselves (admin-routes.ts registers
+// them with authentication; fleet-routes.ts and others add theirs through an AdminRoute), so a
+// file of routes and the file that registers it do not import each other.
+
+/** What a handler gets from the request, read before the first await (uWS reuses it after). */
+export interface AdminQuery {
+  artifact?: string;
+  /** The whole query string, for calls that check every key. */
+  raw: string;
+  /** The `:param` path segment, for routes that have one. */
+  param?: string;
+  /** PUT only: what an upload needs from its headers ('' when absent). */
+  upload?: UploadHeaders;
+}
+
+export interface UploadHeaders {
+  readonly contentLength: string;
+  readonly contentSha256: string;
+}
+
+export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
+export type AdminRoute = (method: 'get' | 'post' | 'put' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => void;
