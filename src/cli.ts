@@ -15,6 +15,7 @@ commands:
                           certify a signing key with an offline root key (key rotation)
   agent --config FILE     run the device agent (--once: one update cycle, then exit)
   load [options]          simulate a fleet of devices against a running server
+  push FILE --track KEY --version V   upload a build and publish it (token in UPDATER_TOKEN)
 
 Run "updater <command> --help" for the options of a command.
 `;
@@ -45,6 +46,7 @@ an Ed25519 key from "openssl genpkey -algorithm ed25519") or a key in the earlie
 `,
   agent: async () => (await import('../agent/index.js')).AGENT_HELP,
   certify: async () => (await import('./certify.js')).CERTIFY_HELP,
+  push: async () => (await import('./cli/push.js')).PUSH_HELP,
 };
 
 async function helpOf(command: string): Promise<string> {
@@ -76,6 +78,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   pubkey: oneFileCommand('pubkey', 'key', async (file) => publicKeyHex(await readPrivateKeyFile(file))),
   agent: async (args) => (await import('../agent/index.js')).agentCommand(args),
   certify: async (args) => (await import('./certify.js')).certifyCommand(args),
+  push: async (args) => (await import('./cli/push.js')).pushCommand(args),
   load: async (args) => {
     try {
       return await (await import('../agent/load/cli.js')).loadCommand(args);

@@ -18,3 +18,6 @@ export type {
 
 export type RolloutState = RolloutView['state'];
 export type LastReport = NonNullable<DeviceView['last_report']>;
+
+/** `GET /admin/webhooks`: the server's own wire type (type-only: nothing of the server is bundled). */
+export type { WebhookState } from '../../src/messages/webhooks.js';

@@ -1,6 +1,8 @@
 import type { DeviceView, FleetReportView, FleetSummary, ReportView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
 import { OPERATORS_DEADLINES_MS, type OperatorsApi } from './operators.js';
+import type { WebhookEvent } from '../shared/webhooks/events.js';
+import type { WebhookState } from './webhooks.js';
 
 // The fleet actor's API: the inventory write path (fed by both front-ends, after they have
 // answered), the admin reads (docs/fleet.md, "Reading it"), and the rollout health counts.
@@ -110,6 +112,9 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   rolloutHealth(queries: readonly RolloutHealthQuery[]): Promise<RolloutHealth[]>;
   /** Writes what is buffered now (tests, drain). */
   flush(): Promise<void>;
+  /** Puts events into the webhooks' outbox; durable when it resolves (src/actors/webhook-events.ts sends them). */
+  recordEvents(events: readonly WebhookEvent[]): Promise<void>;
+  webhookState(): Promise<WebhookState>;
 }
 
 export const FLEET_DEADLINES_MS = {
@@ -124,4 +129,6 @@ export const FLEET_DEADLINES_MS = {
   /** Flushes what is buffered first. */
   rolloutHealth: 10_000,
   flush: 30_000,
+  recordEvents: 10_000,
+  webhookState: 10_000,
 } as const satisfies Deadlines<FleetApi>;

@@ -88,7 +88,10 @@ export interface PublishRequest {
   readonly os: string;
   readonly arch: string;
   readonly version: string;
-  readonly binary: string;
+  /** A server-side path; exactly one of `binary` and `hash` is given. */
+  readonly binary?: string;
+  /** A binary the store already holds (uploaded with PUT /admin/binaries). */
+  readonly hash?: string;
   /** Roll the target out in stages; without it every device is offered it at once. */
   readonly rollout?: RolloutPlan;
 }

@@ -68,6 +68,15 @@ export interface RemovalResult {
   readonly bytes: number;
 }
 
+/** A temporary in the binaries directory that the HTTP front-end streams an upload into. */
+export interface UploadSlot {
+  readonly id: string;
+  readonly path: string;
+}
+
+/** Why an upload ends without being adopted. */
+export type UploadEnd = 'aborted' | 'hash-mismatch' | 'too-large' | 'store-full' | 'failed';
+
 export interface StoreKeeperApi extends ControlApi {
   /** Streams a server-side file into the store as `{hash}.bin`; durable when it resolves. */
   registerBinary(path: string): Promise<BinaryInfo>;
@@ -92,6 +101,12 @@ export interface StoreKeeperApi extends ControlApi {
    * under way reads are skipped.
    */
   remove(request: RemovalRequest): Promise<RemovalResult>;
+  /** Uploads: a new temporary for the front-end to stream into (STORE_FULL / STORE_READ_ONLY at once when the store takes no writes). */
+  beginUpload(): Promise<UploadSlot>;
+  /** Reads the synced temporary back, checks it against `claimed`, names it `{hash}.bin` and indexes it; `created` false when already held. */
+  adoptUpload(id: string, claimed: BinaryInfo): Promise<BinaryInfo & { created: boolean }>;
+  /** Removes an upload's temporary; `store-full` also marks the store full until a probe finds space. */
+  abandonUpload(id: string, end: UploadEnd): Promise<void>;
 }
 
 export const STORE_KEEPER_DEADLINES_MS = {
@@ -111,4 +126,8 @@ export const STORE_KEEPER_DEADLINES_MS = {
   /** The sweeper's calls list or delete many files. */
   inventory: 5 * 60_000,
   remove: 5 * 60_000,
+  beginUpload: 10_000,
+  /** Reads the whole upload back before it is named. */
+  adoptUpload: 10 * 60_000,
+  abandonUpload: 10_000,
 } as const satisfies Deadlines<StoreKeeperApi>;

@@ -35,6 +35,7 @@ export interface RouteRole {
 export const ADMIN_ROUTE_ROLES: readonly RouteRole[] = [
   { method: 'GET', path: '/admin/artifacts', role: 'read' },
   { method: 'POST', path: '/admin/artifacts', role: 'publish' },
+  { method: 'PUT', path: '/admin/binaries', role: 'publish' },
   { method: 'DELETE', path: '/admin/artifacts', role: 'admin' },
   { method: 'POST', path: '/admin/default', role: 'admin' },
   { method: 'POST', path: '/admin/reload', role: 'publish' },
@@ -48,6 +49,7 @@ export const ADMIN_ROUTE_ROLES: readonly RouteRole[] = [
   { method: 'GET', path: '/admin/fleet', role: 'read' },
   { method: 'GET', path: '/admin/whoami', role: 'read' },
   { method: 'GET', path: '/admin/audit', role: 'read' },
+  { method: 'GET', path: '/admin/webhooks', role: 'read' },
   { method: 'GET', path: '/admin/tokens', role: 'admin' },
   { method: 'POST', path: '/admin/tokens', role: 'admin' },
   { method: 'DELETE', path: '/admin/tokens/:id', role: 'admin' },

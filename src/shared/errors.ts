@@ -73,6 +73,8 @@ export const ERRORS = {
   AGENT_DISK_FULL: { http: 507, coap: '5.00', message: 'no space left on the device' },
   AGENT_RESTART_FAILED: { http: 500, coap: '5.00', message: 'restart_command failed' },
   RELEASE_REFUSED: { http: 502, coap: '5.02', message: 'the release statement of an answer does not verify, has expired, or is older than the running release' },
+  // Uploads into the store (docs/operations.md, "Uploads").
+  HASH_MISMATCH: { http: 400, coap: '4.00', message: 'the uploaded bytes do not hash to X-Content-SHA256; nothing was stored' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -99,10 +99,10 @@ export async function spawnServer(configPath: string, url: string, timeoutMs = 6
   return { child, url, output: () => text, exited };
 }
 
-/** Runs `updater` with arguments and collects its output. */
-export function runUpdater(args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `updater` with arguments (and `env` added to the environment) and collects its output. */
+export function runUpdater(args: string[], timeoutMs = 30_000, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [UPDATER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    const child = spawn(process.execPath, [UPDATER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv(env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -10,6 +10,7 @@ import { TracksView } from './tracks.js';
 import { AuditView } from './audit.js';
 import { TokensView } from './tokens.js';
 import { can, identity } from '../identity.js';
+import { WebhooksView } from './webhooks.js';
 
 const SECTIONS = [
   { id: 'tracks', label: 'Tracks' },
@@ -17,6 +18,7 @@ const SECTIONS = [
   { id: 'failures', label: 'Failures' },
   { id: 'tokens', label: 'Tokens', needs: '/admin/tokens' },
   { id: 'audit', label: 'Audit', needs: '/admin/audit' },
+  { id: 'webhooks', label: 'Webhooks', needs: '/admin/webhooks' },
 ] as const;
 
 /** The sections the signed-in role may read: a section whose list it may not GET is not shown. */
@@ -48,6 +50,7 @@ export function Layout() {
   else if (section === 'failures') view = html`<${FailuresView} />`;
   else if (section === 'tokens' && can('GET', '/admin/tokens')) view = html`<${TokensView} />`;
   else if (section === 'audit' && can('GET', '/admin/audit')) view = html`<${AuditView} />`;
+  else if (section === 'webhooks' && can('GET', '/admin/webhooks')) view = html`<${WebhooksView} />`;
   else view = html`<${TracksView} />`;
 
   return html`

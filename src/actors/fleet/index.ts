@@ -8,6 +8,8 @@ import * as q from './fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
 import { AuditLog } from './audit.js';
 import { OperatorTokenTable } from './operator-tokens.js';
+import { updateFailedEvents } from './webhooks/device-events.js';
+import { Webhooks } from './webhooks/webhooks.js';
 
 // The fleet actor: the only holder of the database connection.
 //
@@ -33,6 +35,7 @@ await runActor(async (ctx) => {
     if (!store) throw new UpdaterError('DATABASE_UNREACHABLE', 'the fleet database is not open (the store is full or read-only); retrying', { key: 'database' });
     return store.db;
   };
+  const webhooks = new Webhooks(ctx.config, () => store?.db, ctx.registry, ctx.log);
   const buffer = new WriteBuffer(fleet.bufferBytes);
   const metrics = createFleetMetrics(ctx.registry, () => ({ bytes: buffer.bytes, budget: buffer.budgetBytes, dropped: buffer.dropped }));
   let flushing: Promise<void> | undefined;
@@ -71,6 +74,9 @@ await runActor(async (ctx) => {
         const key = await resolveDefault();
         heartbeats = heartbeats.map((h) => (h.artifact === '' ? { ...h, artifact: key } : h));
       }
+      // Into the outbox first: a flush that fails after it is retried and records them again
+      // (at least once), where the other order could lose them.
+      await webhooks.record(updateFailedEvents(taken.reports));
       await q.writeBatch(db(), heartbeats, taken.reports);
       refused = false;
       buffer.written(taken);
@@ -131,13 +137,16 @@ await runActor(async (ctx) => {
     if (!store) return;
     const removed = await q.prune(store.db, devicesBefore, reportsBefore);
     metrics.pruned(removed.devices, removed.reports);
-    ctx.log.info(removed, 'fleet retention done');
+    const events = await webhooks.prune(now);
+    ctx.log.info({ ...removed, webhook_events: events }, 'fleet retention done');
   });
   const refreshVersions = async () => {
     if (store) metrics.setVersionCounts(await q.versionCounts(store.db));
+    await webhooks.refreshMetrics();
   };
   await refreshVersions();
   every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
+  webhooks.start();
 
   // Operator tokens and the audit log: read when the database is open (or, if it is not yet,
   // whenever the front-end asks for the table).
@@ -181,9 +190,12 @@ await runActor(async (ctx) => {
       if (!stopped) audit.append(records);
     },
     listAudit: (query) => audit.list(query),
+    recordEvents: (events) => webhooks.record(events),
+    webhookState: () => webhooks.state(),
     async drain() {
       stopped = true;
       for (const t of timers) clearTimeout(t);
+      await webhooks.stop();
       await flush();
       await audit.settled();
       audit.close();

@@ -1,6 +1,7 @@
 import type { PublishRequest, RolloutCommand } from '../../messages/manifester.js';
 import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import { UpdaterError } from '../../shared/errors.js';
+import { assertSha256Hex } from '../../shared/hash.js';
 import { invalidField as fail, isRecord, refuseUnknownFields as refuseUnknown } from '../../shared/input.js';
 import { isLogLevel, type LogLevel } from '../../shared/logger.js';
 import { isPercent, parseRolloutPlan } from '../../shared/rollout-plan.js';
@@ -32,17 +33,21 @@ export function artifactKey(value: unknown, field = 'artifact'): string {
 
 export function parsePublishBody(body: Buffer): PublishRequest {
   const fields = objectBody(body, false);
-  refuseUnknown(fields, ['name', 'os', 'arch', 'version', 'binary', 'rollout']);
+  refuseUnknown(fields, ['name', 'os', 'arch', 'version', 'binary', 'hash', 'rollout']);
   const id = makeTrackId(fields.name, fields.os, fields.arch);
   const version = fields.version;
   if (typeof version !== 'string' || version === '') fail('version', 'must be a non-empty string');
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused here
   if (version.length > MAX_VERSION_LENGTH || /[\u0000-\u001f\u007f]/.test(version)) fail('version', `must be at most ${MAX_VERSION_LENGTH} printable characters`);
+  const rollout = fields.rollout !== undefined ? { rollout: parseRolloutPlan(fields.rollout) } : {};
+  if ((fields.binary === undefined) === (fields.hash === undefined)) fail('binary', 'or hash is required, and only one of them');
+  // An uploaded binary (PUT /admin/binaries), named by its hash.
+  if (fields.hash !== undefined) return { ...id, version, hash: assertSha256Hex(fields.hash, 'hash'), ...rollout };
   const binary = fields.binary;
   if (typeof binary !== 'string' || binary === '') fail('binary', 'must be a server-side file path');
   if (binary.length > MAX_PATH_LENGTH || binary.includes('\u0000')) fail('binary', 'is not a usable path');
   if (!binary.startsWith('/')) fail('binary', 'must be an absolute path (the server resolves nothing relative to its working directory)');
-  return { ...id, version, binary, ...(fields.rollout !== undefined ? { rollout: parseRolloutPlan(fields.rollout) } : {}) };
+  return { ...id, version, binary, ...rollout };
 }
 
 const ROLLOUT_ACTIONS = ['pause', 'resume', 'abort', 'complete'] as const;

@@ -16,6 +16,13 @@ export interface AdminQuery {
   who: Principal;
   /** What the audit row says on success, set by the handler (never a secret). */
   audit: { detail?: string };
+  /** PUT only: what an upload needs from its headers ('' when absent). */
+  upload?: UploadHeaders;
+}
+
+export interface UploadHeaders {
+  readonly contentLength: string;
+  readonly contentSha256: string;
 }
 
 export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;

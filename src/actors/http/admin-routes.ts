@@ -9,6 +9,8 @@ import { OperatorAuth, syncOperatorTokens, type Principal } from './admin-auth.j
 import { registerOperatorRoutes } from './operator-routes.js';
 import { roleAllows, routeRole, type AdminMethod, type Role } from '../../shared/admin-roles.js';
 import { registerFleetRoutes } from './fleet-routes.js';
+import { registerUploadRoutes } from './upload.js';
+import { registerWebhookRoutes } from './webhook-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
 import type { AdminQuery, AdminRoute } from './admin-route.js';
@@ -103,6 +105,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
         return finish();
       }
       const query: AdminQuery = { artifact: req.getQuery('artifact'), raw, ...(path.includes('/:') ? { param: req.getParameter(0) } : {}), who, audit: {} };
+      if (method === 'put') query.upload = { contentLength: req.getHeader('content-length'), contentSha256: req.getHeader('x-content-sha256') };
       const body = method === 'post' ? readBody(ex, req, MAX_ADMIN_BODY_BYTES) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
       handler(ex, body, query).then(() => {
@@ -177,6 +180,8 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
 
   registerFleetRoutes(route, ctx);
   registerOperatorRoutes(route, ctx, auth);
+  registerUploadRoutes(route, ctx);
+  registerWebhookRoutes(route, ctx);
 
   // Known paths with another method, then unknown admin paths: still only for a valid token.
   route('any', '/admin/artifacts', 'admin_other', async () => {
@@ -184,7 +189,8 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
   const methodsOf = [
     [['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/memory', '/admin/loglevel'], ['POST']],
-    [['/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports'], ['GET']],
+    [['/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports', '/admin/webhooks'], ['GET']],
+    [['/admin/binaries'], ['PUT']],
   ] as const;
   for (const [paths, allow] of methodsOf) {
     for (const path of paths) {

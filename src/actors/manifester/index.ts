@@ -12,6 +12,7 @@ import { RolloutControl } from './rollout/rollout-control.js';
 import { loadSigningKey } from './signing-key.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
+import { webhookEmitter } from '../webhook-events.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 import type { ClusterSync } from './cluster/cluster-sync.js';
@@ -54,6 +55,7 @@ await runActor(async (ctx) => {
   const cluster: ClusterSync | undefined = config.cluster
     ? await (await import('./cluster/cluster-sync.js')).startClusterSync(ctx, tracks, (keys): void => admin.trackChangedElsewhere(keys), (): Promise<void> => admin.sync())
     : undefined;
+  const events = webhookEmitter(ctx);
   const admin = new TrackAdmin({
     config,
     log: ctx.log,
@@ -64,8 +66,10 @@ await runActor(async (ctx) => {
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
       adoptBinary: (hash) => requests.adoptBinary(hash),
+      storedBinary: (hash) => ctx.call('store-keeper', (s) => s.adoptBinary(hash)),
     },
     onTracksChanged: (all) => watcher.sync(all),
+    events: (event) => events.emit(event),
     ...(cluster ? { cluster: cluster.tracks } : {}),
   });
   // Configuration is authoritative for the tracks it names (docs/operations.md, "Configuration versus the API"): every boot republishes

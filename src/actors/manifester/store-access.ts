@@ -14,6 +14,8 @@ export interface StoreAccess {
   holdsBinary(hash: string): boolean;
   /** Cluster mode: has the store index a binary another replica wrote (in the background). */
   adoptBinary(hash: string): void;
+  /** A binary the store holds (an upload, on any replica), checked and indexed; BINARY_NOT_FOUND otherwise. */
+  storedBinary(hash: string): Promise<BinaryInfo>;
 }
 
 /** A write refused because the disk is full or read-only (as opposed to a bad request). */

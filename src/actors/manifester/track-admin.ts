@@ -1,4 +1,4 @@
-import { isAbsolute } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import type { PublishOutcome, PublishRequest, ReloadOutcome, RolloutView, TrackListing, TrackView } from '../../messages/manifester.js';
 import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import type { Config } from '../../shared/config/types.js';
@@ -16,6 +16,11 @@ import { bootDefault, bootFromStateFile } from './track-boot.js';
 import { TrackRecorder } from './track-record.js';
 import { toView, type Track, type TrackTable } from './tracks.js';
 import { steppedSequences } from './release-sequence.js';
+import type { BinaryInfo } from '../../messages/store.js';
+import { assertSha256Hex } from '../../shared/hash.js';
+import { binaryName, storeLayout } from '../../shared/store-layout.js';
+import type { WebhookEvent } from '../../shared/webhooks/events.js';
+import { publishEvents, removedEvent, rolloutEvent } from './track-events.js';
 
 // The track lifecycle (docs/operations.md, "Configuration versus the API"), for configuration at boot and for the admin API after:
 //
@@ -40,6 +45,8 @@ export interface TrackAdminDeps {
   readonly onTracksChanged: (tracks: readonly Track[]) => void;
   /** Set in cluster mode (database: postgres://…): the tracks live in the database, not the state file. */
   readonly cluster?: ClusterTracks;
+  /** Told of each change a webhook may announce, once it is recorded (track-events.ts). */
+  readonly events?: (event: WebhookEvent) => void;
 }
 
 type Source = Track['source'];
@@ -94,10 +101,17 @@ export class TrackAdmin {
     const id = makeTrackId(request.name, request.os, request.arch);
     const key = trackKey(id);
     if (typeof request.version !== 'string' || request.version === '') throw new UpdaterError('INVALID_FIELD', 'version must be a non-empty string');
-    if (typeof request.binary !== 'string' || !isAbsolute(request.binary)) throw new UpdaterError('INVALID_FIELD', 'binary must be an absolute server-side path');
     // A configured track may be republished through the API; configuration takes it back at the next boot.
     const source: Source = this.configKeys.has(key) ? 'config' : 'api';
-    return this.perTrack.run(key, () => this.publishNow({ ...id, key, version: request.version, binary: request.binary, source }, request.rollout));
+    if (request.hash !== undefined) {
+      // An upload (PUT /admin/binaries): the store holds the bytes; the track records where.
+      const hash = assertSha256Hex(request.hash, 'hash');
+      const binary = join(storeLayout(this.deps.config.store.dir).binaries, binaryName(hash));
+      return this.perTrack.run(key, async () => this.publishNow({ ...id, key, version: request.version, binary, source }, request.rollout, await this.deps.store.storedBinary(hash)));
+    }
+    if (typeof request.binary !== 'string' || !isAbsolute(request.binary)) throw new UpdaterError('INVALID_FIELD', 'binary must be an absolute server-side path');
+    const binary = request.binary;
+    return this.perTrack.run(key, () => this.publishNow({ ...id, key, version: request.version, binary, source }, request.rollout));
   }
 
   /**
@@ -115,7 +129,10 @@ export class TrackAdmin {
       // A step that changes nothing here writes nothing (every replica ticks every rollout).
       const local = rolloutOf();
       if (step(local) === local) return rolloutView(local);
-      return this.changeTable(() => {
+      // In a cluster, only the replica whose change reaches the database sees before ≠ next:
+      // the event is told once per cluster, and only once the change is recorded.
+      let change: { before: Rollout; next: Rollout } | undefined;
+      const view = await this.changeTable(() => {
         const { tracks, signed, log } = this.deps;
         // In a cluster the table was just brought to the database: step from what it holds.
         const before = rolloutOf();
@@ -130,14 +147,26 @@ export class TrackAdmin {
         if (next.state !== before.state || next.percent !== before.percent) {
           log.info({ artifact: key, target: next.target.hash, state: next.state, percent: next.percent, paused_reason: next.pausedReason, rollback: next.rollback, reports: next.reports }, 'rollout changed');
         }
+        change = { before, next };
         return rolloutView(next);
       });
+      const event = change && rolloutEvent(key, change.before, change.next, Date.now());
+      if (event) this.deps.events?.(event);
+      return view;
     });
   }
 
   remove(artifact: string): Promise<TrackView> {
     const key = trackKey(parseTrackKey(artifact));
-    return this.perTrack.run(key, () => this.changeTable(() => {
+    return this.perTrack.run(key, async () => {
+      const view = await this.removeNow(key);
+      this.deps.events?.(removedEvent(view, Date.now()));
+      return view;
+    });
+  }
+
+  private removeNow(key: string): Promise<TrackView> {
+    return this.changeTable(() => {
       const { tracks, signed } = this.deps;
       const track = tracks.get(key);
       if (!track) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`, { artifact: key });
@@ -146,7 +175,7 @@ export class TrackAdmin {
       signed.forgetArtifact(key);
       this.deps.log.info({ artifact: key, hash: track.hash }, 'track deleted; its bytes stay in the store until retention runs');
       return toView(track);
-    }));
+    });
   }
 
   setDefault(artifact: string): Promise<{ default: string }> {
@@ -196,17 +225,17 @@ export class TrackAdmin {
     return this.perTrack.run(key, async () => {
       const track = this.deps.tracks.get(key);
       if (!track) return undefined;
-      return this.publishNow({ key, name: track.name, os: track.os, arch: track.arch, version: track.version, binary: track.binary, source: track.source });
+      // An uploaded binary lives in the store, immutable: there is nothing to re-read.
+      const uploaded = dirname(track.binary) === storeLayout(this.deps.config.store.dir).binaries ? { hash: track.hash, size: track.size } : undefined;
+      return this.publishNow({ key, name: track.name, os: track.os, arch: track.arch, version: track.version, binary: track.binary, source: track.source }, undefined, uploaded);
     });
   }
 
-  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout' | 'sequence' | 'stableSequence'>, plan?: RolloutPlan): Promise<PublishOutcome> {
-    // A path the configuration names is the operator's own; any other came through the API.
-    const configured = this.deps.config.artifacts.find((a) => a.key === next.key)?.binary;
-    const readPath = next.binary === configured ? next.binary : await checkPublishPath(next.binary, this.deps.config);
-    await assertRegularFile(readPath);
-    const binary = await this.deps.store.registerBinary(readPath);
-    return this.changeTable(() => {
+  /** `stored`: the binary is already in the store (an upload); otherwise `next.binary` is read into it. */
+  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout' | 'sequence' | 'stableSequence'>, plan?: RolloutPlan, stored?: BinaryInfo): Promise<PublishOutcome> {
+    const binary = stored ?? await this.storeFile(next.key, next.binary);
+    let published: Track | undefined;
+    const outcome = await this.changeTable(() => {
       const { tracks, signed, log, config } = this.deps;
       const before = tracks.get(next.key);
       if (before && before.hash === binary.hash && before.version === next.version && before.binary === next.binary && before.source === next.source) {
@@ -220,9 +249,20 @@ export class TrackAdmin {
       if (changed) {
         this.deps.store.ensureFull(track.hash);
         log.info({ artifact: track.key, version: track.version, hash: track.hash, size: track.size, previous: before?.hash }, 'track published');
+        published = track;
       }
       return { ...toView(track), changed };
     });
+    if (published) for (const event of publishEvents(published, Date.now())) this.deps.events?.(event);
+    return outcome;
+  }
+
+  private async storeFile(key: string, path: string): Promise<BinaryInfo> {
+    // A path the configuration names is the operator's own; any other came through the API.
+    const configured = this.deps.config.artifacts.find((a) => a.key === key)?.binary;
+    const readPath = path === configured ? path : await checkPublishPath(path, this.deps.config);
+    await assertRegularFile(readPath);
+    return this.deps.store.registerBinary(readPath);
   }
 
   /** Applies a change to the table and records it (track-record.ts). */

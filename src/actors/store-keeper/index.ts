@@ -33,6 +33,9 @@ await runActor(async (ctx) => {
     locate: (kind, to, from) => store.locate(kind, to, from),
     inventory: () => store.inventory(),
     remove: (request) => store.remove(request),
+    beginUpload: () => store.beginUpload(),
+    adoptUpload: (id, claimed) => store.adoptUpload(id, claimed),
+    abandonUpload: (id, end) => store.abandonUpload(id, end),
     drain: () => store.drain(),
   } satisfies OwnApi<StoreKeeperApi>;
 });

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import type { DiffTask } from '../../messages/diff.js';
 import { mkdir, rm } from 'node:fs/promises';
+import type { UploadEnd, UploadSlot } from '../../messages/store.js';
+import { Uploads } from './adopt.js';
 import type { BinaryInfo, RemovalRequest, RemovalResult, StoreCondition, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { publishNoOverwrite, storeWriteError } from '../../shared/durable-file.js';
@@ -34,6 +36,7 @@ export class ContentStore {
   private readonly pool: DiffPool | undefined;
   private readonly runTask: RunDiffTask;
   private readonly writability: Writability;
+  private readonly uploads: Uploads;
   private seq = 0;
   private draining = false;
   /** Sum of the expected memory of the delta generations under way (docs/memory.md). */
@@ -52,6 +55,7 @@ export class ContentStore {
   ) {
     this.layout = storeLayout(config.store.dir);
     this.writability = new Writability(config.store.dir, log);
+    this.uploads = new Uploads(this.layout.binaries, log);
     this.targetCache = new TargetCache(config.store.targetCacheBytes);
     this.hotCache = new HotTransferCache(config.store.hotDeltaCacheBytes);
     this.adoption = new Adoption({
@@ -115,6 +119,31 @@ export class ContentStore {
       binaries: [...this.binaries].map(([hash, size]) => ({ hash, size })),
       transfers: [...this.transfers.values()],
     };
+  }
+
+  /** Uploads (adopt.ts): the front-end streams into a temporary this store hands out and takes back. */
+  beginUpload(): Promise<UploadSlot> {
+    this.refuseWhileDraining();
+    return this.writing('an upload', () => this.uploads.begin());
+  }
+
+  async adoptUpload(id: string, claimed: BinaryInfo): Promise<BinaryInfo & { created: boolean }> {
+    const result = await this.writing('an upload', () => this.uploads.adopt(id, claimed, (hash) => this.binaries.has(hash)));
+    this.indexBinary(result);
+    if (result.created) this.log.info({ hash: result.hash, size: result.size }, 'uploaded binary stored');
+    return result;
+  }
+
+  abandonUpload(id: string, end: UploadEnd): Promise<void> {
+    // The front-end's write met a full disk: the store refuses writes until a probe finds room.
+    if (end === 'store-full') this.writability.failed(new UpdaterError('STORE_FULL', 'an upload filled the disk'));
+    return this.uploads.abandon(id, end);
+  }
+
+  private indexBinary(binary: BinaryInfo): void {
+    if (this.binaries.has(binary.hash)) return;
+    this.binaries.set(binary.hash, binary.size);
+    void this.publish({ type: 'binary-registered', binary: { hash: binary.hash, size: binary.size } });
   }
 
   async registerBinary(path: string): Promise<BinaryInfo> {
@@ -256,6 +285,7 @@ export class ContentStore {
     await Promise.allSettled([...this.inflight.values()]);
     await this.pool?.destroy();
     await this.cluster?.close();
+    await this.uploads.close();
     this.writability.close();
   }
 

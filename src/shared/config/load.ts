@@ -6,7 +6,7 @@ import { ConfigError, readYamlFile } from './document.js';
 import { checkListeners } from './listen.js';
 import { parseDocument } from './schema-kit.js';
 import { configSchema, type ConfigDocument } from './schema.js';
-import type { ArtifactConfig, Config } from './types.js';
+import type { ArtifactConfig, Config, WebhookConfig } from './types.js';
 
 export { ConfigError } from './document.js';
 
@@ -23,7 +23,7 @@ export function loadConfigFile(path: string): Config {
 export function validateConfig(doc: unknown, configPath: string): Config {
   const parsed = parseDocument(configSchema(dirname(configPath)), doc);
   checkListeners(parsed);
-  const { target: _target, artifacts: _artifacts, defaultArtifact: _default, database, admin, ...rest } = parsed;
+  const { target: _target, artifacts: _artifacts, defaultArtifact: _default, database, admin, webhooks, ...rest } = parsed;
   const artifacts = readArtifacts(parsed);
   // The fleet database defaults to an SQLite file in the store directory.
   const location = database ?? resolve(parsed.store.dir, 'updater.db');
@@ -39,7 +39,9 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       authFailureBurst: admin.authFailureBurst,
       authFailureRefillPerSecond: admin.authFailureRefillPerSecond,
       auditMaxAgeMs: admin.auditMaxAgeMs,
+      maxUploadBytes: admin.maxUploadBytes,
     },
+    webhooks: readWebhooks(webhooks ?? [], parsed.fleet.enabled),
     artifacts,
     database: location,
     cluster,
@@ -76,6 +78,31 @@ function readAdminToken(admin: ConfigDocument['admin']): string {
   if (token.length < MIN_TOKEN_LENGTH) throw new ConfigError(key, `must be at least ${MIN_TOKEN_LENGTH} characters`);
   if (/\s/.test(token)) throw new ConfigError(key, 'must not contain white space');
   return token;
+}
+
+const MIN_WEBHOOK_SECRET_LENGTH = 16;
+
+/** Reads each webhook's secret now, so a missing or short one stops the start, not the first delivery. */
+function readWebhooks(entries: NonNullable<ConfigDocument['webhooks']>, fleetEnabled: boolean): WebhookConfig[] {
+  if (entries.length > 0 && !fleetEnabled) {
+    throw new ConfigError('webhooks', 'need the fleet database, where their outbox lives; set fleet.enabled: true');
+  }
+  const urls = new Set<string>();
+  return entries.map((entry, i) => {
+    const key = `webhooks[${i}]`;
+    // The URL names the webhook's outbox queue: two entries with one URL would share it.
+    if (urls.has(entry.url)) throw new ConfigError(`${key}.url`, 'names a URL an earlier webhook already has; merge their events');
+    urls.add(entry.url);
+    let secret: string;
+    try {
+      secret = readFileSync(entry.secretFile, 'utf8').trim();
+    } catch (err) {
+      throw new ConfigError(`${key}.secret_file`, `cannot read ${entry.secretFile}: ${(err as Error).message}`);
+    }
+    // The length is stated, never the secret itself.
+    if (secret.length < MIN_WEBHOOK_SECRET_LENGTH) throw new ConfigError(`${key}.secret_file`, `must hold at least ${MIN_WEBHOOK_SECRET_LENGTH} characters`);
+    return { ...entry, secret };
+  });
 }
 
 function readArtifacts(doc: ConfigDocument): ArtifactConfig[] {

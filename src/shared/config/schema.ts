@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { LOG_LEVELS } from '../logger.js';
 import {
-  bool, bytesIn, durationMs, hostPort, int, leaf, oneOf, optionalText, Problem, readText, requiredText, resolvedAgainst, section, textList, type Field,
+  bool, bytesIn, durationMs, hostPort, int, leaf, oneOf, optionalText, Problem, readRequiredText, readText, requiredText, resolvedAgainst, section, textList, type Field,
 } from './schema-kit.js';
+import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js';
 
 // Every key of `updater serve --config` is declared here, once: YAML name, default, bounds,
 // unit (converted to bytes or milliseconds here and nowhere else) and the line of
@@ -11,6 +12,28 @@ import {
 // default_artifact, readable files) are in load.ts. How to add a key: docs/architecture.md.
 
 const MB = 1024 * 1024;
+
+function readWebhookUrl(value: unknown): string {
+  const text = readRequiredText(value);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Problem('is not a valid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Problem('must be an http:// or https:// URL');
+  if (url.username !== '' || url.password !== '') throw new Problem('must not carry credentials (the signature authenticates the sender)');
+  return text;
+}
+
+function readWebhookEvents(value: unknown): WebhookEventType[] {
+  if (!Array.isArray(value) || value.length === 0) throw new Problem('must be a non-empty list of event types');
+  for (const [i, type] of value.entries()) {
+    if (!isWebhookEventType(type)) throw new Problem(`names ${JSON.stringify(type)} (item ${i}), which is not an event type (one of ${WEBHOOK_EVENT_TYPES.join(', ')})`);
+  }
+  if (new Set(value).size !== value.length) throw new Problem('names an event type twice');
+  return value as WebhookEventType[];
+}
 
 /** Delta engines: our own (native/delta) and bsdiff-node, kept as the fallback. */
 export const DELTA_ENGINES = ['native', 'bsdiff-node'] as const;
@@ -77,6 +100,7 @@ export function configSchema(base: string) {
       auditMaxAgeMs: durationMs('audit_max_age', {
         default: '2160h', minMs: 1000, zeroMeansOff: true, meaning: 'audit log rows older than this are deleted on the retention schedule (`retention.interval`); `0` keeps all ([operations.md](operations.md#the-audit-log))',
       }),
+      maxUploadBytes: bytesIn('MB', 'max_upload_mb', { default: 4096, min: 1, meaning: 'largest body of `PUT /admin/binaries` (an upload into the store); larger ones are refused with 413' }),
     }),
     store: section('store', {
       dir: path(base, requiredText('dir', { meaning: 'the content-addressed store (`binaries/`, `deltas/`, `work/`)' })),
@@ -159,6 +183,13 @@ export function configSchema(base: string) {
     }),
     defaultArtifact: optionalText('default_artifact', {
       shown: 'inferred with one track', meaning: 'track key answering heartbeats that name no artifact; required with several tracks',
+    }),
+    webhooks: list(section('webhooks', {
+      url: leaf('url', { default: 'required', meaning: 'where each event is POSTed: an `http://` or `https://` URL' }, readWebhookUrl),
+      secretFile: path(base, requiredText('secret_file', { meaning: 'a file holding the HMAC-SHA256 key of `X-Updater-Signature` (surrounding white space ignored; at least 16 characters); read at start' })),
+      events: leaf('events', { default: 'required', meaning: `the event types sent to it, a non-empty list of ${WEBHOOK_EVENT_TYPES.map((t) => `\`${t}\``).join(', ')}` }, readWebhookEvents),
+    }), {
+      default: '`[]`', meaning: 'CloudEvents 1.0 notifications of changes: `url`, `secret_file`, `events` ([operations.md](operations.md), "Webhooks"); needs the fleet database (`fleet.enabled`)',
     }),
   });
 }

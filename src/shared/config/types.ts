@@ -12,6 +12,9 @@ export interface ArtifactConfig {
   readonly binary: string;
 }
 
+/** One entry of `webhooks`. */
+export type WebhookConfig = NonNullable<ConfigDocument['webhooks']>[number] & { secret: string };
+
 type DeepReadonly<T> = T extends readonly (infer U)[] ? readonly DeepReadonly<U>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
 
 /**
@@ -19,7 +22,7 @@ type DeepReadonly<T> = T extends readonly (infer U)[] ? readonly DeepReadonly<U>
  * (`…Ms`), sizes bytes (`…Bytes`), whatever unit the YAML key is written in.
  */
 export type Config = DeepReadonly<
-  Omit<ConfigDocument, 'admin' | 'artifacts' | 'target' | 'defaultArtifact' | 'database'> & {
+  Omit<ConfigDocument, 'admin' | 'artifacts' | 'target' | 'defaultArtifact' | 'database' | 'webhooks'> & {
     configPath: string;
     /** `tokenFile`: where the token was read from, when a file (never publishable). */
     admin: Omit<ConfigDocument['admin'], 'token'> & { token: string };
@@ -27,6 +30,8 @@ export type Config = DeepReadonly<
     defaultArtifact?: string;
     /** An absolute SQLite file path, or a postgres:// URL. */
     database: string;
+    /** Each with its secret read from `secretFile` at start. */
+    webhooks: WebhookConfig[];
     /**
      * Whether this server is a cluster replica: `database` is a PostgreSQL URL (docs/scaling.md).
      * Derived once when the configuration is loaded (load.ts), never written in the YAML.

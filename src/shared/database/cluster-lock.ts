@@ -10,6 +10,7 @@ import pg from 'pg';
 export const LOCK_SPACE = {
   derivedFile: 0x7570_6466, // "updf": one delta or compressed full file
   retentionSweep: 0x7570_7377, // "upsw": the retention sweep
+  webhookSender: 0x7570_7768, // "upwh": a round of the webhook sender
 } as const;
 
 export type Release = () => Promise<void>;

@@ -32,7 +32,7 @@ export interface ReportsTable {
   rollback_reason: string;
   timestamp: number;
   received_at: number;
-  /** The same moment in milliseconds (migration 0007); null in rows written before it. */
+  /** The same moment in milliseconds (migration 0009); null in rows written before it. */
   received_at_ms: number | null;
 }
 
@@ -83,6 +83,27 @@ export interface AuditLogTable {
   detail: string;
 }
 
+/** One event for one webhook (src/actors/fleet/webhooks/). Times are Unix milliseconds. */
+export interface WebhookOutboxTable {
+  /** Order of the events per webhook. */
+  id: Generated<number>;
+  /** The webhook's URL, which names its queue. */
+  webhook: string;
+  event_id: string;
+  type: string;
+  /** The CloudEvent as sent, serialized once. */
+  body: string;
+  created_at: number;
+  /** `pending`, `delivered`, or `failed` (gave up after 24 h). */
+  state: string;
+  attempts: number;
+  /** When a pending row is due (its next attempt). */
+  next_at: number;
+  last_status: number | null;
+  last_error: string | null;
+  done_at: number | null;
+}
+
 export interface Database {
   devices: DevicesTable;
   reports: ReportsTable;
@@ -91,6 +112,7 @@ export interface Database {
   cluster_meta: ClusterMetaTable;
   operator_tokens: OperatorTokensTable;
   audit_log: AuditLogTable;
+  webhook_outbox: WebhookOutboxTable;
 }
 
 export type Engine = 'sqlite' | 'postgres';

@@ -114,7 +114,7 @@ for (const engine of ENGINES) {
         rep('m4', true, { newHash: T, receivedAtMs: start + 499 }), // still the same second
       ]);
       t.same(await q.rolloutHealth(db, [{ targetHash: T, sinceMs: start }]), [{ targetHash: T, success: 1, failure: 2 }]);
-      // Rows written before migration 0007 have whole seconds only: they count from the next second, as they did.
+      // Rows written before migration 0009 have whole seconds only: they count from the next second, as they did.
       const legacy = (id: string, s: number) => ({ device_id: id, previous_hash: H(1), new_hash: T, success: 0, rollback_reason: 'x', timestamp: 1, received_at: s, received_at_ms: null });
       await db.insertInto('reports').values([legacy('m5', Math.floor(start / 1000)), legacy('m6', Math.ceil(start / 1000))]).execute();
       t.same(await q.rolloutHealth(db, [{ targetHash: T, sinceMs: start }]), [{ targetHash: T, success: 1, failure: 3 }], 'm6, of the next second, counts; m5 cannot be placed and does not');

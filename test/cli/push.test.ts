@@ -1,0 +1,54 @@
+import t from 'tap';
+import { adminCall, trackOf } from '../helpers/admin.js';
+import { ADMIN_TOKEN, firmware, makeFixture } from '../helpers/fixture.js';
+import { heartbeat } from '../helpers/http.js';
+import { runUpdater, startTestServer } from '../helpers/server.js';
+
+// `updater push` as a pipeline runs it: the real CLI process against a real server.
+
+t.test('updater push uploads a build and publishes it by hash', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const seed = await fixture.writeBinary('seed.bin', firmware(64 * 1024, 'push-seed'));
+  const server = await startTestServer(fixture, [{ name: 'seed', version: '1', binary: seed.path }]);
+  t.teardown(() => server.stop());
+  const build = await fixture.writeBinary('build.bin', firmware(3 * 1024 * 1024 + 5, 'push-build'));
+  const env = { UPDATER_TOKEN: ADMIN_TOKEN, UPDATER_SERVER: server.url };
+
+  await t.test('publishes the file as the track\'s new target and prints the track', async (t) => {
+    const run = await runUpdater(['push', build.path, '--track', 'app/linux/arm64', '--version', '1.2.0'], 120_000, env);
+    t.equal(run.code, 0, run.stderr);
+    const printed = JSON.parse(run.stdout);
+    t.equal(printed.artifact, 'app/linux/arm64');
+    t.equal(printed.hash, build.hash);
+    t.equal(printed.version, '1.2.0');
+    t.notMatch(run.stderr, /\r/, 'no progress bar when stderr is not a terminal');
+    const manifest = (await heartbeat(server.url, seed.hash, 'app/linux/arm64')).json;
+    t.equal(manifest.target_hash, build.hash, 'devices are offered the pushed build');
+  });
+
+  await t.test('--rollout starts a staged rollout; --server overrides the environment', async (t) => {
+    const next = await fixture.writeBinary('build2.bin', firmware(1024 * 1024, 'push-build-2'));
+    const run = await runUpdater(['push', next.path, '--track', 'app/linux/arm64', '--version', '1.3.0', '--server', server.url,
+      '--rollout', '{"steps":[10,100],"step_interval":"1h"}'], 120_000, { UPDATER_TOKEN: ADMIN_TOKEN, UPDATER_SERVER: 'http://127.0.0.1:1' });
+    t.equal(run.code, 0, run.stderr);
+    const track = await trackOf(server.url, 'app/linux/arm64');
+    t.equal(track.hash, next.hash);
+    t.match(track.rollout, { state: 'running', percent: 10 });
+  });
+
+  await t.test('refusals: no token is a usage error (2), a wrong token the server\'s 401 (1)', async (t) => {
+    const noToken = await runUpdater(['push', build.path, '--track', 'app', '--version', '1'], 30_000, { UPDATER_TOKEN: '', UPDATER_SERVER: server.url });
+    t.equal(noToken.code, 2);
+    t.match(noToken.stderr, /UPDATER_TOKEN/);
+    const wrong = await runUpdater(['push', build.path, '--track', 'app', '--version', '1'], 30_000, { UPDATER_TOKEN: 'x'.repeat(40), UPDATER_SERVER: server.url });
+    t.equal(wrong.code, 1);
+    t.match(wrong.stderr, /401 UNAUTHORIZED/);
+    t.equal((await adminCall(server.url, 'GET', '/admin/artifacts')).json.artifacts.some((a: { artifact: string }) => a.artifact === 'app'), false, 'nothing was published');
+    const badRollout = await runUpdater(['push', build.path, '--track', 'app', '--version', '1', '--rollout', '{"steps":[]}'], 30_000, env);
+    t.equal(badRollout.code, 2, 'a bad rollout is refused before the upload');
+    const missing = await runUpdater(['push', `${build.path}.missing`, '--track', 'app', '--version', '1'], 30_000, env);
+    t.equal(missing.code, 1);
+    t.match(missing.stderr, /cannot read/);
+  });
+});
