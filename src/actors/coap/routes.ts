@@ -11,6 +11,7 @@ import { answerBudget, ECHO_OPTION, type AddressProof } from './amplification.js
 import { selectBlock, unprovenBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
 import { manifesterBatcher } from '../heartbeat-batcher.js';
+import { createReportLog } from '../report-log.js';
 import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
@@ -48,6 +49,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   // Heartbeats that arrive together travel to the manifester in one message, answered as CBOR
   // with the CoAP chunk fields (encodeCoapManifest).
   const heartbeats = manifesterBatcher(ctx, 'cbor');
+  const logReport = createReportLog(ctx.log, ctx.registry);
 
   // A signed manifest is a few hundred bytes: more than 3x a short heartbeat. An unproven
   // source gets 4.01 with an Echo value instead (a few dozen bytes) and asks again with it.
@@ -72,7 +74,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   const report: Handler = async (req, res) => {
     const update = validateReport(reportFields(cborBody(req, deps)));
     metrics.report(update.success);
-    ctx.log[update.success ? 'info' : 'warn']({ report: update, transport: 'coap' }, 'update report');
+    logReport(update, { transport: 'coap' });
     send(res, '2.04');
     deps.fleet.report(reportRecord(update, Date.now()));
     return '2.04';

@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { manifesterBatcher } from '../heartbeat-batcher.js';
+import { createReportLog } from '../report-log.js';
 import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { TransferLocator } from '../transfer-locator.js';
 import type { TransferKind } from '../../messages/store.js';
@@ -62,6 +63,7 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
 
   // Heartbeats that arrive together travel to the manifester in one message, answered as JSON text.
   const heartbeats = manifesterBatcher(ctx, 'json');
+  const logReport = createReportLog(ctx.log, ctx.registry);
 
   route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
     const receivedAtMs = Date.now();
@@ -77,7 +79,7 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
     const report = validateReport(parseJson(body));
     metrics.report(report.success);
-    ctx.log[report.success ? 'info' : 'warn']({ report }, 'update report');
+    logReport(report);
     send(ex, 204, '');
     deps.fleet.report(reportRecord(report, Date.now()));
   });
