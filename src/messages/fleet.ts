@@ -1,4 +1,6 @@
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
+import type { AuthOutcome, AuthRequest } from '../shared/device-auth.js';
+import type { DeviceTrust } from '../shared/device-token.js';
 
 // The fleet actor's API: the inventory write path (fed by both front-ends, after they have
 // answered), the admin reads of interface.md, and the rollout health counts.
@@ -61,7 +63,13 @@ export interface DeviceView {
   first_seen: number;
   last_seen: number;
   last_report: { success: boolean; new_hash: string; rollback_reason: string; at: number } | null;
+  /** Device identity (devices.auth); null for a device that never authenticated. Set by the fleet actor on every answer. */
+  auth_state?: DeviceAuthState | null;
+  public_key?: string | null;
 }
+
+export type DeviceAuthState = 'pending' | 'accepted' | 'rejected' | 'preauthorized';
+export const DEVICE_AUTH_STATES: readonly DeviceAuthState[] = ['pending', 'accepted', 'rejected', 'preauthorized'];
 
 export interface ReportView {
   previous_hash: string;
@@ -83,6 +91,8 @@ export interface DeviceQuery {
   readonly limit: number;
   /** Only device ids after this one (the decoded cursor). */
   readonly after?: string;
+  /** Only devices in this enrollment state (identities that never sent a heartbeat included). */
+  readonly authState?: DeviceAuthState;
 }
 
 export interface DevicePage {
@@ -141,6 +151,24 @@ export interface FleetApi extends ControlApi {
   rolloutHealth(queries: readonly RolloutHealthQuery[]): Promise<RolloutHealth[]>;
   /** Writes what is buffered now (tests, drain). */
   flush(): Promise<void>;
+  /**
+   * A verified auth request (signature and clock checked by the front-end): replay, key binding
+   * and enrollment state are decided here; throws DEVICE_AUTH_FAILED, DEVICE_NOT_ACCEPTED,
+   * DEVICE_KEY_MISMATCH or DEVICE_PENDING_FULL.
+   */
+  authenticate(request: AuthRequest): Promise<AuthOutcome>;
+  /** The token key and revocations; waits (up to 20 s) while `knownVersion` is still current. */
+  deviceTrust(knownVersion: string): Promise<DeviceTrust>;
+  /** Operator accept or reject; DEVICE_NOT_FOUND for an unknown device. */
+  setDeviceState(deviceId: string, action: 'accept' | 'reject'): Promise<DeviceView>;
+  preauthorize(devices: readonly PreauthorizedDevice[]): Promise<{ added: number; device_ids: string[] }>;
+  /** Forgets the device (inventory, reports, key binding) and revokes its tokens; false when unknown. */
+  deleteDevice(deviceId: string): Promise<boolean>;
+}
+
+export interface PreauthorizedDevice {
+  readonly device_id: string;
+  readonly public_key: string;
 }
 
 export const FLEET_DEADLINES_MS = {
@@ -154,4 +182,10 @@ export const FLEET_DEADLINES_MS = {
   /** Flushes what is buffered first. */
   rolloutHealth: 10_000,
   flush: 30_000,
+  authenticate: 10_000,
+  /** Answers within 20 s by itself (a long poll). */
+  deviceTrust: 30_000,
+  setDeviceState: 10_000,
+  preauthorize: 60_000,
+  deleteDevice: 10_000,
 } as const satisfies Deadlines<FleetApi>;

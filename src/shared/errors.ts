@@ -68,6 +68,13 @@ export const ERRORS = {
   AGENT_SLOT_DIR_INVALID: { http: 500, coap: '5.00', message: 'the slot directory is not provisioned as documented' },
   AGENT_DISK_FULL: { http: 507, coap: '5.00', message: 'no space left on the device' },
   AGENT_RESTART_FAILED: { http: 500, coap: '5.00', message: 'restart_command failed' },
+  // Device identity (devices.auth, docs/protocol.md "Device authentication").
+  DEVICE_AUTH_FAILED: { http: 401, coap: '4.01', message: 'the auth request\'s signature does not verify, its timestamp is outside the clock window, or it is not newer than the device\'s last one' },
+  DEVICE_NOT_ACCEPTED: { http: 403, coap: '4.03', message: 'the device is rejected, or unknown while enrollment is preauthorized' },
+  DEVICE_KEY_MISMATCH: { http: 403, coap: '4.03', message: 'the device id is bound to another key' },
+  DEVICE_TOKEN_INVALID: { http: 401, coap: '4.01', message: 'a valid device token is required (missing, unknown, expired or revoked)' },
+  DEVICE_MISMATCH: { http: 403, coap: '4.03', message: 'the request names another device than its token' },
+  DEVICE_PENDING_FULL: { http: 429, coap: '4.29', message: 'devices.max_pending enrollments are already waiting; retry later' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

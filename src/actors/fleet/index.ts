@@ -8,6 +8,7 @@ import { runActor } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from '../../shared/database/fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
+import { startDeviceIdentity } from './device-identity.js';
 
 // The fleet actor: the only holder of the database connection.
 //
@@ -112,7 +113,8 @@ await runActor(async (ctx) => {
   try {
     await open();
   } catch (err) {
-    if (/^postgres(ql)?:/.test(ctx.config.database)) throw err;
+    // With devices.auth on, the token key lives there too: no device could be let in without it.
+    if (/^postgres(ql)?:/.test(ctx.config.database) || ctx.config.devices.auth === 'on') throw err;
     ctx.log.error({ err }, 'fleet database cannot be opened: serving devices without the inventory, retrying every 5 s');
     const retry = () => {
       if (stopped || store) return;
@@ -137,6 +139,7 @@ await runActor(async (ctx) => {
   };
   await refreshVersions();
   every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
+  const identity = await startDeviceIdentity(ctx, db, every, (id) => q.deviceWithReports(db(), id));
 
   return {
     record(batch) {
@@ -149,8 +152,9 @@ await runActor(async (ctx) => {
         flush().catch((err) => ctx.log.error({ err }, 'fleet flush failed'));
       }
     },
-    listDevices: (query) => q.listDevices(db(), query),
-    device: (id) => q.deviceWithReports(db(), id),
+    listDevices: (query) => identity.listDevices(query, () => q.listDevices(db(), query)),
+    device: (id) => identity.device(id, () => q.deviceWithReports(db(), id)),
+    ...identity.api,
     summary: (artifact) => q.summary(db(), artifact, Date.now()),
     recentReports: (query) => q.recentReports(db(), query),
     async rolloutHealth(queries) {
@@ -163,6 +167,7 @@ await runActor(async (ctx) => {
     memory: async () => liveMemory(),
     async drain() {
       stopped = true;
+      identity.stop();
       for (const t of timers) clearTimeout(t);
       await flush();
       await store?.close();

@@ -5,6 +5,7 @@ import type { ActorContext } from '../runtime.js';
 import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody, parseRolloutBody } from './admin-body.js';
 import { AdminAuth } from './auth.js';
 import { registerFleetRoutes } from './fleet-routes.js';
+import { registerDeviceAdminRoutes } from './device-admin-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
 import { exchange, methodNotAllowed, sendError, sendJson, type Exchange } from './respond.js';
@@ -26,7 +27,8 @@ export interface AdminQuery {
 }
 
 export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
-export type AdminRoute = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => void;
+/** `bodyLimit`: bytes a POST body may have, MAX_ADMIN_BODY_BYTES unless the call needs more (bulk). */
+export type AdminRoute = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler, bodyLimit?: number) => void;
 
 export interface AdminDeps {
   ctx: ActorContext;
@@ -47,7 +49,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
 
   /** Authenticates, then reads the body (when the method has one) and runs the handler. */
-  const route: AdminRoute = (method, path, name, handler) => {
+  const route: AdminRoute = (method, path, name, handler, bodyLimit = MAX_ADMIN_BODY_BYTES) => {
     for (const app of apps) app[method](path, (res: HttpResponse, req: HttpRequest) => {
       const ex = exchange(res);
       const stop = metrics.startRequest(name);
@@ -72,7 +74,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
       // read after it when a value is percent-encoded (artifact=app%2Flinux%2Farm64).
       const raw = req.getQuery() ?? '';
       const query: AdminQuery = { artifact: req.getQuery('artifact'), raw, ...(path.includes('/:') ? { param: req.getParameter(0) } : {}) };
-      const body = method === 'post' ? readBody(ex, req, MAX_ADMIN_BODY_BYTES) : undefined;
+      const body = method === 'post' ? readBody(ex, req, bodyLimit) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
       handler(ex, body, query).then(finish, (err) => {
         if (errorIsInternal(err)) ctx.log.error({ err, route: name }, 'admin request failed');
@@ -137,6 +139,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
 
   registerFleetRoutes(route, ctx);
+  registerDeviceAdminRoutes(route, ctx);
 
   // Known paths with another method, then unknown admin paths: still only for a valid token.
   route('any', '/admin/artifacts', 'admin_other', async () => {
@@ -144,7 +147,9 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
   const methodsOf = [
     [['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/memory', '/admin/loglevel'], ['POST']],
-    [['/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports'], ['GET']],
+    [['/admin/devices', '/admin/fleet', '/admin/reports'], ['GET']],
+    [['/admin/devices/:id'], ['GET', 'DELETE']],
+    [['/admin/devices/:id/accept', '/admin/devices/:id/reject', '/admin/devices/preauthorize'], ['POST']],
   ] as const;
   for (const [paths, allow] of methodsOf) {
     for (const path of paths) {

@@ -26,6 +26,9 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   const artifacts = readArtifacts(parsed);
   const clustered = database !== undefined && /^postgres(ql)?:/.test(database);
   checkClusterKeys(clustered, parsed.store.stateFile);
+  if (parsed.devices.auth === 'on' && !parsed.fleet.enabled) {
+    throw new ConfigError('devices.auth', 'on needs the fleet database (fleet.enabled: true): device identities live there');
+  }
   const config: Config = {
     configPath,
     ...rest,

@@ -1,6 +1,6 @@
 import { Decoder, Encoder, setSizeLimits } from 'cbor-x';
 import { UpdaterError } from '../errors.js';
-import { HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS, type HeartbeatWire, type ManifestWire, type ReportWire } from './keys.js';
+import { AUTH_ANSWER_KEYS, AUTH_REQUEST_KEYS, HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS, type HeartbeatWire, type ManifestWire, type ReportWire } from './keys.js';
 
 // CBOR bodies of the device protocol with the integer keys of keys.ts, for the CoAP front-end,
 // the agent, the load harness, the benchmarks and the tests alike. Decoding maps integer keys
@@ -116,14 +116,41 @@ export function encodeManifest(manifest: ManifestWire): Buffer {
  * as 64-bit values come back as numbers. A body that is not a map is MALFORMED_BODY.
  */
 export function decodeManifest(body: Uint8Array): Record<string, unknown> {
+  return decodeAnswer(MANIFEST, body, 'the manifest');
+}
+
+/** A server's answer with its JSON names, 64-bit integers as numbers; MALFORMED_BODY unless a map. */
+function decodeAnswer(table: KeyTable, body: Uint8Array, what: string): Record<string, unknown> {
   const value = decodeCbor(body);
-  if (!(value instanceof Map)) throw new UpdaterError('MALFORMED_BODY', 'the manifest is not a CBOR map');
-  const manifest = MANIFEST.fromIntegers(value) as Record<string, unknown>;
-  for (const [name, inner] of Object.entries(manifest)) if (typeof inner === 'bigint') manifest[name] = Number(inner);
-  return manifest;
+  if (!(value instanceof Map)) throw new UpdaterError('MALFORMED_BODY', `${what} is not a CBOR map`);
+  const answer = table.fromIntegers(value) as Record<string, unknown>;
+  for (const [name, inner] of Object.entries(answer)) if (typeof inner === 'bigint') answer[name] = Number(inner);
+  return answer;
 }
 
 /** cbor-x writes integers above 2^32 as floats; as BigInt they travel as CBOR unsigned integers. */
 function wireInteger(value: unknown): unknown {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0xffff_ffff ? BigInt(value) : value;
+}
+
+const AUTH_REQUEST = new KeyTable(AUTH_REQUEST_KEYS);
+const AUTH_ANSWER = new KeyTable(AUTH_ANSWER_KEYS);
+
+/** A POST /auth body with its JSON names (a non-map comes back as an empty object, for the validator to refuse). */
+export function authRequestFields(body: Uint8Array): Record<string, unknown> {
+  const fields = AUTH_REQUEST.fromIntegers(decodeCbor(body));
+  return typeof fields === 'object' && fields !== null ? fields as Record<string, unknown> : {};
+}
+
+export function encodeAuthRequest(request: Readonly<Record<string, unknown>>): Buffer {
+  return encoder.encode(AUTH_REQUEST.toIntegers(request));
+}
+
+/** The answer to POST /auth: `{token, expires_in}` or `{state, retry_after}`. */
+export function encodeAuthAnswer(answer: Readonly<Record<string, unknown>>): Buffer {
+  return encoder.encode(AUTH_ANSWER.toIntegers(answer));
+}
+
+export function decodeAuthAnswer(body: Uint8Array): Record<string, unknown> {
+  return decodeAnswer(AUTH_ANSWER, body, 'the auth answer');
 }

@@ -10,6 +10,10 @@ export const MANIFEST_KEYS = {
   total_chunks: 8, signature: 9, delta_endpoint: 10, binary_endpoint: 11, retry_after: 12, artifact: 13,
 } as const;
 
+/** POST /auth (devices.auth): the signed request and its answer (a token, or pending). */
+export const AUTH_REQUEST_KEYS = { device_id: 1, public_key: 2, timestamp: 3, signature: 4 } as const;
+export const AUTH_ANSWER_KEYS = { token: 1, expires_in: 2, state: 3, retry_after: 4 } as const;
+
 /** A heartbeat as a device sends it. */
 export interface HeartbeatWire {
   device_id: string;
