@@ -75,6 +75,8 @@ export const ERRORS = {
   DEVICE_TOKEN_INVALID: { http: 401, coap: '4.01', message: 'a valid device token is required (missing, unknown, expired or revoked)' },
   DEVICE_MISMATCH: { http: 403, coap: '4.03', message: 'the request names another device than its token' },
   DEVICE_PENDING_FULL: { http: 429, coap: '4.29', message: 'devices.max_pending enrollments are already waiting; retry later' },
+  AGENT_ENROLLMENT_PENDING: { http: 403, coap: '4.03', message: 'the device key waits for an operator to accept it' },
+  AGENT_IDENTITY_INVALID: { http: 500, coap: '5.00', message: 'identity_key_file cannot be read or is not an Ed25519 PKCS#8 PEM key' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;
