@@ -65,6 +65,9 @@ export interface Device {
   first_seen: number;
   last_seen: number;
   last_report: LastReport | null;
+  /** Device identity (devices.auth); null for a device that never authenticated. */
+  auth_state?: 'pending' | 'accepted' | 'rejected' | 'preauthorized' | null;
+  public_key?: string | null;
 }
 
 export interface DevicePage {

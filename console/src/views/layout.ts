@@ -4,6 +4,7 @@ import { signOut } from '../api.js';
 import { href, useRoute } from '../router.js';
 import { DeviceView } from './device.js';
 import { DevicesView } from './devices.js';
+import { EnrollmentView } from './enrollment.js';
 import { FailuresView } from './failures.js';
 import { TrackView } from './track.js';
 import { TracksView } from './tracks.js';
@@ -12,6 +13,7 @@ const SECTIONS = [
   { id: 'tracks', label: 'Tracks' },
   { id: 'devices', label: 'Devices' },
   { id: 'failures', label: 'Failures' },
+  { id: 'enrollment', label: 'Enrollment' },
 ] as const;
 
 /** The frame around every view: skip link, navigation, sign out, and the routed view. */
@@ -36,6 +38,7 @@ export function Layout() {
   else if (section === 'devices' && id) view = html`<${DeviceView} deviceId=${id} />`;
   else if (section === 'devices') view = html`<${DevicesView} params=${route.params} />`;
   else if (section === 'failures') view = html`<${FailuresView} />`;
+  else if (section === 'enrollment') view = html`<${EnrollmentView} />`;
   else view = html`<${TracksView} />`;
 
   return html`
