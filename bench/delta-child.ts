@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { applyDelta } from '../agent/apply.js';
-import runDiffTask from '../src/shared/diff/pipeline.js';
+import runDiffTask from '../src/actors/diff-pool/pipeline.js';
 import type { DeltaEngine } from '../src/shared/config/types.js';
 import type { DiffTask } from '../src/messages/diff.js';
 import { sha256File } from '../src/shared/hash.js';

@@ -35,7 +35,7 @@ export interface ReportRecord {
 /**
  * Heartbeats as they cross from a front-end to the fleet actor: a few compact values instead
  * of an object each, which structured cloning would walk field by field at both ends
- * (src/actors/fleet-feed.ts packs and unpacks them).
+ * (fleet-batch.ts packs and unpacks them).
  */
 export interface PackedHeartbeats {
   readonly count: number;

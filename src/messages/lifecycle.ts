@@ -3,6 +3,7 @@ import type { Config } from '../shared/config/types.js';
 import type { SerializedError } from '../shared/errors.js';
 import type { LogLevel } from '../shared/logger.js';
 import type { Deadlines } from '../shared/rpc.js';
+import type { ThreadMemory } from '../shared/live-memory.js';
 
 export type { Deadlines } from '../shared/rpc.js';
 
@@ -43,12 +44,7 @@ export type ActorToSupervisor =
  * One thread's memory right after a full collection: what it holds alive, garbage excluded
  * (POST /admin/memory, docs/memory.md). Bytes.
  */
-export interface ThreadMemory {
-  readonly heap_used: number;
-  readonly heap_total: number;
-  readonly external: number;
-  readonly array_buffers: number;
-}
+export type { ThreadMemory };
 
 /** Every actor answers these, besides its own API. */
 export interface ControlApi {

@@ -1,16 +1,13 @@
 import type { SerializedError } from '../shared/errors.js';
 import type { RolloutPlan } from '../shared/rollout-plan.js';
 import type { ManifestWire } from '../shared/wire/keys.js';
+import type { HeartbeatRequest } from '../shared/wire/validate.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
 /** What a front-end extracts from a validated heartbeat. */
-export interface HeartbeatRequest {
-  readonly deviceId: string;
-  readonly versionHash: string;
-  /** Empty means the default track. */
-  readonly artifact: string;
-}
+/** What a heartbeat asks, as the wire validator produces it (defined beside it, once). */
+export type { HeartbeatRequest };
 
 /** ManifestResponse with the JSON keys of the device protocol (src/shared/wire/keys.ts). */
 export type Manifest = ManifestWire;

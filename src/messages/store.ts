@@ -1,6 +1,7 @@
+import type { TransferKind } from '../shared/store-layout.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 
-export type TransferKind = 'delta' | 'full';
+export type { TransferKind };
 
 /** A finished, verified derived file: `{from}_{to}.delta.zst` or `{to}.full.zst`. */
 export interface TransferInfo {

@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import type { TransferKind } from '../messages/store.js';
 
 // File names of the content-addressed store (spec 2.6). Every name is derived from hashes
 // that were validated first, so no outside text ever becomes part of a path. The store-keeper
@@ -9,6 +8,9 @@ const HEX = '[0-9a-f]{64}';
 const DELTA_NAME = new RegExp(`^(${HEX})_(${HEX})\\.delta\\.zst$`);
 const FULL_NAME = new RegExp(`^(${HEX})\\.full\\.zst$`);
 const BINARY_NAME = new RegExp(`^(${HEX})\\.bin$`);
+
+/** The two kinds of derived file (src/messages/store.ts re-exports this). */
+export type TransferKind = 'delta' | 'full';
 
 export interface StoreLayout {
   readonly binaries: string;

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { FleetFeed, HeartbeatPacker, reportRecord, unpackHeartbeats } from '../../src/actors/fleet-feed.js';
+import { HeartbeatPacker, unpackHeartbeats } from '../../src/messages/fleet-batch.js';
+import { FleetFeed, reportRecord } from '../../src/actors/fleet-feed.js';
 import type { FleetBatch, HeartbeatRecord, PackedHeartbeats } from '../../src/messages/fleet.js';
 
 const unpacked = (packed: PackedHeartbeats) => {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import bsdiff from 'bsdiff-node';
 import t from 'tap';
 import { applyDelta, applyFull } from '../../agent/apply.js';
-import { zstdCompress } from '../../src/shared/zstd.js';
+import { zstdCompress } from '../../src/actors/diff-pool/zstd.js';
 import { firmware, makeFixture, nextVersion } from '../helpers/fixture.js';
 
 // The rebuilt slot takes the permission bits of the slot it replaces, in both modes: a

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import engine from 'updater-delta-engine';
-import { nativeDiff } from '../../src/shared/diff/native-engine.js';
+import { nativeDiff } from '../../src/actors/diff-pool/native-engine.js';
 import runDiffTask from '../../src/actors/diff-pool/task.js';
 import { firmware, nextVersion, sha256Hex } from '../helpers/fixture.js';
 

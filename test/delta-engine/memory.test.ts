@@ -1,5 +1,5 @@
 import t from 'tap';
-import { expectedGenerationBytes } from '../../src/shared/diff/memory.js';
+import { expectedGenerationBytes } from '../../src/actors/diff-pool/memory.js';
 
 // The store-keeper's expected memory per generation (docs/memory.md): it must follow the
 // engine, since the two differ by a factor of three to four.

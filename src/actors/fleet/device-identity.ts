@@ -5,7 +5,7 @@ import type { Database } from '../../shared/database/schema.js';
 import { deviceIdHash, mintDeviceToken } from '../../shared/device-token.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
-import { deviceView } from '../../shared/database/fleet-queries.js';
+import { deviceView } from './fleet-queries.js';
 import * as ids from './identities.js';
 import { TrustState } from './trust.js';
 

@@ -3,10 +3,10 @@ import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.j
 import { UpdaterError } from '../../shared/errors.js';
 import { collectMetrics, setLevel } from '../control.js';
 import { liveMemory } from '../../shared/live-memory.js';
-import { unpackHeartbeats } from '../fleet-feed.js';
+import { unpackHeartbeats } from '../../messages/fleet-batch.js';
 import { runActor } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
-import * as q from '../../shared/database/fleet-queries.js';
+import * as q from './fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
 import { startDeviceIdentity } from './device-identity.js';
 
@@ -113,8 +113,9 @@ await runActor(async (ctx) => {
   try {
     await open();
   } catch (err) {
-    // With devices.auth on, the token key lives there too: no device could be let in without it.
-    if (/^postgres(ql)?:/.test(ctx.config.database) || ctx.config.devices.auth === 'on') throw err;
+    // A cluster cannot serve without its database; with devices.auth on, the token key lives
+    // there too: no device could be let in without it.
+    if (ctx.config.cluster || ctx.config.devices.auth === 'on') throw err;
     ctx.log.error({ err }, 'fleet database cannot be opened: serving devices without the inventory, retrying every 5 s');
     const retry = () => {
       if (stopped || store) return;

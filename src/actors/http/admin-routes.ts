@@ -8,27 +8,14 @@ import { registerFleetRoutes } from './fleet-routes.js';
 import { registerDeviceAdminRoutes } from './device-admin-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
-import { exchange, methodNotAllowed, sendError, sendJson, type Exchange } from './respond.js';
+import type { AdminQuery, AdminRoute } from './admin-route.js';
+import { exchange, methodNotAllowed, sendError, sendJson } from './respond.js';
 
 // The admin API of spec 4.2 (bodies: interface.md), HTTP only. Every /admin/* path, known or
 // not, is authenticated first; the Authorization header is read here and never logged.
 //
 //   operator ─▶ auth (token, failure bucket) ─▶ body checks ─▶ manifester (tracks, state file)
 //                                                            └▶ supervisor (log level, gc)
-
-
-/** What a handler gets from the request, read before the first await (uWS reuses it after). */
-export interface AdminQuery {
-  artifact?: string;
-  /** The whole query string, for calls that check every key. */
-  raw: string;
-  /** The `:param` path segment, for routes that have one. */
-  param?: string;
-}
-
-export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
-/** `bodyLimit`: bytes a POST body may have, MAX_ADMIN_BODY_BYTES unless the call needs more (bulk). */
-export type AdminRoute = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler, bodyLimit?: number) => void;
 
 export interface AdminDeps {
   ctx: ActorContext;

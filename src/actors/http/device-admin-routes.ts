@@ -2,7 +2,7 @@ import type { FleetApi, PreauthorizedDevice } from '../../messages/fleet.js';
 import type { Peer } from '../../shared/rpc.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
-import type { AdminRoute } from './admin-routes.js';
+import type { AdminRoute } from './admin-route.js';
 import { parseJson } from './body.js';
 import { parseDeviceId } from './fleet-query.js';
 import { sendJson } from './respond.js';

@@ -2,7 +2,7 @@ import type { DevicePage, DeviceView, FleetApi, FleetReportView, FleetSummary, R
 import type { Peer } from '../../shared/rpc.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { ActorContext } from '../runtime.js';
-import type { AdminRoute } from './admin-routes.js';
+import type { AdminRoute } from './admin-route.js';
 import { encodeCursor, parseDeviceId, parseDeviceQuery, parseReportQuery, parseSummaryQuery } from './fleet-query.js';
 import { sendJson } from './respond.js';
 

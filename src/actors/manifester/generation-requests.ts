@@ -3,7 +3,7 @@ import { CountLru } from '../../shared/lru.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Peer } from '../../shared/rpc.js';
 import type { StoreRequests } from './manifester.js';
-import { storeCannotWrite } from './track-admin.js';
+import { storeCannotWrite } from './store-access.js';
 
 // Asks the store for missing derived files once per file, however many heartbeats want it.
 // A generation that failed (a corrupt binary, a full disk) is not retried for every

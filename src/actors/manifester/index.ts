@@ -9,13 +9,12 @@ import { BinaryWatcher } from './file-watch.js';
 import { GenerationRequests } from './generation-requests.js';
 import { Manifester } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
-import { RolloutControl } from './rollout-control.js';
+import { RolloutControl } from './rollout/rollout-control.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
-import { engineOf } from '../../shared/database/location.js';
-import type { ClusterSync } from './cluster-sync.js';
+import type { ClusterSync } from './cluster/cluster-sync.js';
 import { plantedLeak } from './test-leak.js';
 
 /** How often rollouts are checked: health counts, then steps that are due. */
@@ -45,10 +44,10 @@ await runActor(async (ctx) => {
   const watcher = new BinaryWatcher(config.store.watchSettleMs, (key) => {
     admin.reloadOne(key).catch((err) => ctx.log.warn({ err, artifact: key }, 'could not republish a watched binary; will try again on its next change'));
   }, ctx.log);
-  // Cluster mode (database: postgres://…): the tracks live in the database (cluster-sync.ts).
+  // Cluster mode (database: postgres://…): the tracks live in the database (cluster/cluster-sync.ts).
   // Loaded only then: it brings Kysely, which a single node's manifester never uses.
-  const cluster: ClusterSync | undefined = engineOf(config.database) === 'postgres'
-    ? await (await import('./cluster-sync.js')).startClusterSync(ctx, tracks, (keys): void => admin.trackChangedElsewhere(keys), (): Promise<void> => admin.sync())
+  const cluster: ClusterSync | undefined = config.cluster
+    ? await (await import('./cluster/cluster-sync.js')).startClusterSync(ctx, tracks, (keys): void => admin.trackChangedElsewhere(keys), (): Promise<void> => admin.sync())
     : undefined;
   const admin = new TrackAdmin({
     config,

@@ -6,7 +6,7 @@ import type { Logger } from '../../shared/logger.js';
 import { CountLru } from '../../shared/lru.js';
 import { decide } from './decide.js';
 import type { ManifesterMetrics } from './metrics.js';
-import { routeDevice, type TargetRef } from './rollout.js';
+import { routeDevice, type TargetRef } from './rollout/rollout.js';
 import { FULL, type SignedManifests } from './signer.js';
 import type { StoreView } from './store-view.js';
 import type { TrackTable } from './tracks.js';

@@ -1,7 +1,7 @@
-import { realpath } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { dirname, relative, isAbsolute } from 'node:path';
 import type { Config } from '../../shared/config/types.js';
-import { UpdaterError } from '../../shared/errors.js';
+import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
 
 // What an admin publish may read. A published file becomes downloadable by anyone at
 // /binary/{hash}, so the path is a disclosure decision: only files below `store.publish_roots`
@@ -57,4 +57,16 @@ export async function checkPublishPath(path: string, config: Config): Promise<st
 
 function refuse(path: string, why: string): never {
   throw new UpdaterError('PUBLISH_PATH_FORBIDDEN', `refusing to publish ${path}: ${why}`, { path });
+}
+
+/** Refuses anything that is not a readable regular file before the store opens it (a FIFO would hang a read). */
+export async function assertRegularFile(path: string): Promise<void> {
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw new UpdaterError('SOURCE_UNREADABLE', `${path} is not a regular file`, { path });
+  } catch (err) {
+    if (isUpdaterError(err)) throw err;
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new UpdaterError('SOURCE_UNREADABLE', `cannot read ${path}: ${code}`, { path });
+  }
 }

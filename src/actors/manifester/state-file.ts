@@ -5,7 +5,7 @@ import { trackIdProblem, trackKey } from '../../shared/artifact-key.js';
 import { replaceFileDurably } from '../../shared/durable-file.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { isSha256Hex } from '../../shared/hash.js';
-import { decodeRollout, encodeRollout, type PersistedRollout } from './rollout-codec.js';
+import { decodeRollout, encodeRollout, type PersistedRollout } from './rollout/rollout-codec.js';
 import type { Track } from './tracks.js';
 import { isRecord } from '../../shared/input.js';
 

@@ -1,21 +1,20 @@
-import { stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import type { PublishOutcome, PublishRequest, ReloadOutcome, RolloutView, TrackListing, TrackView } from '../../messages/manifester.js';
-import type { BinaryInfo } from '../../messages/store.js';
 import { makeTrackId, parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import type { Config } from '../../shared/config/types.js';
-import { storeWriteError } from '../../shared/durable-file.js';
 import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { RolloutPlan } from '../../shared/rollout-plan.js';
-import { isActive, replaced, rolloutView, startRollout, successorBasis, type Rollout } from './rollout.js';
-import { KeyedQueues, SerialQueue } from './serial.js';
+import { isActive, replaced, rolloutView, startRollout, successorBasis, type Rollout } from './rollout/rollout.js';
+import { KeyedQueues } from './serial.js';
 import type { SignedManifests } from './signer.js';
-import { bootClusterTracks } from './cluster-boot.js';
-import type { ClusterTracks } from './cluster-tracks.js';
-import { checkPublishPath } from './publish-paths.js';
-import { readState, sameState, writeState, type PersistedState } from './state-file.js';
-import type { Track, TrackTable } from './tracks.js';
+import { bootClusterTracks } from './cluster/cluster-boot.js';
+import type { ClusterTracks } from './cluster/cluster-tracks.js';
+import { assertRegularFile, checkPublishPath } from './publish-paths.js';
+import type { StoreAccess } from './store-access.js';
+import { bootDefault, bootFromStateFile } from './track-boot.js';
+import { TrackRecorder } from './track-record.js';
+import { toView, type Track, type TrackTable } from './tracks.js';
 
 // The track lifecycle of spec 3.2, for configuration at boot and for the admin API after:
 //
@@ -27,19 +26,8 @@ import type { Track, TrackTable } from './tracks.js';
 //   delete                                               ─▶ gone from the table; bytes stay
 //
 // A track is recorded only once its binary is durable in the store, and the table changes
-// only once the state file records it, so a crash at any point leaves the old target or the
-// new one, never a track whose binary is missing.
-
-export interface StoreAccess {
-  /** Streams the file into the store; durable when it resolves. */
-  registerBinary(path: string): Promise<BinaryInfo>;
-  /** Asks for the compressed full file in the background. */
-  ensureFull(hash: string): void;
-  /** Whether the store (as the manifester's replica knows it) holds the binary. */
-  holdsBinary(hash: string): boolean;
-  /** Cluster mode: has the store index a binary another replica wrote (in the background). */
-  adoptBinary(hash: string): void;
-}
+// only once the state file records it (track-record.ts), so a crash at any point leaves the
+// old target or the new one, never a track whose binary is missing. Boot is track-boot.ts.
 
 export interface TrackAdminDeps {
   readonly config: Config;
@@ -57,98 +45,29 @@ type Source = Track['source'];
 
 export class TrackAdmin {
   private readonly perTrack = new KeyedQueues();
-  private readonly tableLock = new SerialQueue();
   private readonly configKeys: ReadonlySet<string>;
   private readonly configDefault: string;
+  private readonly recorder: TrackRecorder;
 
   constructor(private readonly deps: TrackAdminDeps) {
     this.configKeys = new Set(deps.config.artifacts.map((a) => a.key));
     this.configDefault = deps.config.defaultArtifact ?? '';
+    this.recorder = new TrackRecorder(deps, this.configDefault);
   }
 
-  /**
-   * Boot: restore what the state file records, then republish every configured track
-   * (configuration wins for the tracks it names), then record the result.
-   */
-  async boot(): Promise<void> {
-    if (this.deps.cluster) return this.bootCluster(this.deps.cluster);
-    const { config, log, tracks } = this.deps;
-    const depth = config.retention.historyDepth;
-    const saved = config.store.stateFile ? await readState(config.store.stateFile) : undefined;
-    for (const track of saved?.tracks ?? []) {
-      if (track.source === 'config' && !this.configKeys.has(track.key)) {
-        log.info({ artifact: track.key }, 'track was declared by a configuration that no longer names it; dropped');
-        continue;
-      }
-      // A configured track is republished from its file just below; an API track has only the
-      // store to come back from, so its binary must be there.
-      // If it is not (lost, or moved aside at start because its bytes did not fit its name),
-      // the track stays listed and devices get retry_after, never a wrong file, until the
-      // operator publishes it again.
-      if (track.source === 'api' && !this.deps.store.holdsBinary(track.hash)) {
-        log.error({ artifact: track.key, hash: track.hash }, 'store.state_file records a track whose binary the store does not hold; publish it again');
-      }
-      tracks.restore({ ...track, history: track.history.slice(0, depth) });
+  /** Boot: a single node's from its state file (track-boot.ts), a cluster replica's from the database (cluster/cluster-boot.ts). */
+  boot(): Promise<void> {
+    const shared = { ...this.deps, configKeys: this.configKeys, bootDefault: (saved: { default: string; configDefault: string }) => bootDefault(this.deps.tracks, this.configDefault, saved) };
+    const cluster = this.deps.cluster;
+    if (cluster) {
+      return bootClusterTracks({ ...shared, cluster, sync: () => this.sync(true), changeTable: (change) => this.changeTable(change) });
     }
-    for (const artifact of config.artifacts) {
-      const recorded = tracks.get(artifact.key);
-      let binary: BinaryInfo;
-      try {
-        binary = await this.deps.store.registerBinary(artifact.binary);
-      } catch (err) {
-        // A full or read-only store must not take device service down: serve what it holds.
-        if (!storeCannotWrite(err)) throw err;
-        log.error({ err, artifact: artifact.key, binary: artifact.binary, serving: recorded?.hash ?? null },
-          'configured binary cannot be stored; the track serves what the state file recorded, if anything, until a reload after the store recovers');
-        continue;
-      }
-      const { track, changed } = tracks.publish({ ...artifact, ...binary, source: 'config' }, depth);
-      if (changed && recorded && recorded.hash !== track.hash) {
-        // Typically a build published through the API onto this configured track: the rule
-        // (configuration wins) stands, but devices may now be offered an older build.
-        log.warn({ artifact: track.key, replaced: { version: recorded.version, hash: recorded.hash }, by: { version: track.version, hash: track.hash } },
-          `configuration replaces the recorded target of ${track.key}: version ${recorded.version} gives way to the configured ${track.version} (an API publish onto a configured track lasts until the next start)`);
-      } else if (changed) {
-        log.info({ artifact: track.key, version: track.version, hash: track.hash }, 'configured track republished with a new target');
-      }
-    }
-    tracks.setDefault(this.bootDefault(saved));
-    tracks.inferDefault();
-    // Rewritten only when it changed: a start on a full or read-only disk needs no write.
-    const now: PersistedState = { default: tracks.default ?? '', configDefault: this.configDefault, tracks: tracks.all() };
-    if (!saved || !sameState(saved, now)) {
-      try {
-        await this.persist();
-      } catch (err) {
-        // Configuration is republished at every boot, so what a restart brings back is this table.
-        if (!storeCannotWrite(err)) throw err;
-        log.error({ err }, 'store.state_file cannot be written; serving the configured tracks read-only');
-      }
-    }
-    for (const track of tracks.all()) {
-      this.deps.store.ensureFull(track.hash);
-      log.info({ artifact: track.key, version: track.version, hash: track.hash, size: track.size, source: track.source }, 'track current');
-    }
-    this.deps.onTracksChanged(tracks.all());
-  }
-
-  /** Boot of a cluster replica (cluster-boot.ts): the database's tracks, then configuration over them. */
-  private bootCluster(cluster: ClusterTracks): Promise<void> {
-    return bootClusterTracks({
-      ...this.deps,
-      cluster,
-      configKeys: this.configKeys,
-      sync: () => this.sync(true),
-      changeTable: (change) => this.changeTable(change),
-      bootDefault: (saved) => this.bootDefault({ ...saved, tracks: [] }),
-    });
+    return bootFromStateFile({ ...shared, configDefault: this.configDefault, persist: () => this.recorder.persist() });
   }
 
   /** Cluster mode: brings the table to what the database holds (a notification, the resync timer, a reconnect). */
   sync(force = false): Promise<void> {
-    const cluster = this.deps.cluster;
-    if (!cluster) return Promise.resolve();
-    return this.tableLock.run(() => cluster.refresh(force));
+    return this.recorder.sync(force);
   }
 
   /** Cluster mode: another replica changed these tracks; what this replica derived from them goes. */
@@ -303,6 +222,11 @@ export class TrackAdmin {
     });
   }
 
+  /** Applies a change to the table and records it (track-record.ts). */
+  private changeTable<T>(change: () => T): Promise<T> {
+    return this.recorder.change(change);
+  }
+
   /** The rollout a new target starts, if any; a rollout under way on the track is replaced (aborted). */
   private newRollout(before: Track | undefined, target: { hash: string; version: string; size: number }, plan: RolloutPlan | undefined): Rollout | undefined {
     if (before?.rollout && isActive(before.rollout)) {
@@ -311,85 +235,5 @@ export class TrackAdmin {
     if (!plan) return undefined;
     const basis = before ? successorBasis({ ...before, ...(before.rollout ? { rollout: replaced(before.rollout) } : {}) }) : { stable: null, held: [] };
     return startRollout(plan, target, basis, Date.now());
-  }
-
-  /**
-   * Applies a change to the table and records it in the state file, under the table lock.
-   * If the file cannot be written, the table is put back and the caller gets the error:
-   * what answers devices never differs from what a restart would bring back.
-   */
-  private changeTable<T>(change: () => T): Promise<T> {
-    const cluster = this.deps.cluster;
-    if (cluster) {
-      return this.tableLock.run(async () => {
-        const result = await cluster.change(change);
-        this.deps.onTracksChanged(this.deps.tracks.all());
-        return result;
-      });
-    }
-    return this.tableLock.run(async () => {
-      const { tracks } = this.deps;
-      const before = { tracks: tracks.all(), default: tracks.default };
-      const result = change();
-      try {
-        await this.persist();
-      } catch (err) {
-        tracks.replaceAll(before.tracks, before.default);
-        throw err;
-      }
-      this.deps.onTracksChanged(tracks.all());
-      return result;
-    });
-  }
-
-  private async persist(): Promise<void> {
-    const path = this.deps.config.store.stateFile;
-    if (!path) return;
-    const state: PersistedState = { default: this.deps.tracks.default ?? '', configDefault: this.configDefault, tracks: this.deps.tracks.all() };
-    try {
-      await writeState(path, state);
-    } catch (err) {
-      this.deps.log.error({ err, path }, 'could not write store.state_file');
-      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      const mapped = storeWriteError(err, `store.state_file ${path}`);
-      if (storeCannotWrite(mapped)) throw new UpdaterError((mapped as UpdaterError).code, `store.state_file ${path} could not be written (${reason}); the change was not applied`);
-      throw new UpdaterError('STATE_WRITE_FAILED', `store.state_file ${path} could not be written (${reason}); the change was not applied`);
-    }
-  }
-
-  /**
-   * The default at boot: the one the state file records, unless the configuration now names
-   * another default than when the file was written (the operator edited it: it wins).
-   */
-  private bootDefault(saved: PersistedState | undefined): string | undefined {
-    const { tracks } = this.deps;
-    const exists = (key: string | undefined) => (key && tracks.get(key) ? key : undefined);
-    if (saved && saved.configDefault === this.configDefault && exists(saved.default)) return saved.default;
-    return exists(this.configDefault) ?? exists(saved?.default);
-  }
-}
-
-/** A write refused because the disk is full or read-only (as opposed to a bad request). */
-export function storeCannotWrite(err: unknown): boolean {
-  return isUpdaterError(err) && (err.code === 'STORE_FULL' || err.code === 'STORE_READ_ONLY');
-}
-
-export function toView(track: Track): TrackView {
-  return {
-    artifact: track.key, name: track.name, os: track.os, arch: track.arch, version: track.version, hash: track.hash,
-    size: track.size, source: track.source, binary: track.binary, history: [...track.history],
-    rollout: track.rollout ? rolloutView(track.rollout) : null,
-  };
-}
-
-/** Refuses anything that is not a readable regular file before the store opens it (a FIFO would hang a read). */
-async function assertRegularFile(path: string): Promise<void> {
-  try {
-    const info = await stat(path);
-    if (!info.isFile()) throw new UpdaterError('SOURCE_UNREADABLE', `${path} is not a regular file`, { path });
-  } catch (err) {
-    if (isUpdaterError(err)) throw err;
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new UpdaterError('SOURCE_UNREADABLE', `cannot read ${path}: ${code}`, { path });
   }
 }

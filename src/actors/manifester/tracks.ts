@@ -1,6 +1,7 @@
+import type { TrackView } from '../../messages/manifester.js';
 import { parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { relabel, type Rollout } from './rollout.js';
+import { relabel, rolloutView, type Rollout } from './rollout/rollout.js';
 
 /** A publication track and its current target (spec 2.5, 3.2). */
 export interface Track {
@@ -91,4 +92,13 @@ export class TrackTable {
   inferDefault(): void {
     if (this.defaultKey === undefined && this.tracks.size === 1) this.defaultKey = this.tracks.keys().next().value;
   }
+}
+
+/** A track as the admin API lists it. */
+export function toView(track: Track): TrackView {
+  return {
+    artifact: track.key, name: track.name, os: track.os, arch: track.arch, version: track.version, hash: track.hash,
+    size: track.size, source: track.source, binary: track.binary, history: [...track.history],
+    rollout: track.rollout ? rolloutView(track.rollout) : null,
+  };
 }

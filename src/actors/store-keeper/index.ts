@@ -4,12 +4,12 @@ import { liveMemory } from '../../shared/live-memory.js';
 import { runActor } from '../runtime.js';
 import { createStoreMetrics } from './metrics.js';
 import { ContentStore } from './store.js';
-import { engineOf } from '../../shared/database/location.js';
 import { ClusterFiles } from './cluster-files.js';
 
 await runActor(async (ctx) => {
-  // Cluster mode: one connection per generation that may hold a lock, one for notifications.
-  const cluster = engineOf(ctx.config.database) === 'postgres'
+  // Cluster mode: one connection per generation that may hold a lock, and two for removal
+  // announcements and lock attempts (documented with store.delta_concurrency in the schema).
+  const cluster = ctx.config.cluster
     ? new ClusterFiles(ctx.config.database, ctx.config.store.deltaConcurrency + 2, ctx.log, (files) => {
       store.removedElsewhere(files).catch((err) => ctx.log.warn({ err }, 'could not drop files another replica removed from the index'));
     })

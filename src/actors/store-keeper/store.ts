@@ -1,36 +1,24 @@
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
-import type { DiffOutcome, DiffTask } from '../../messages/diff.js';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import type { DiffTask } from '../../messages/diff.js';
+import { mkdir, rm } from 'node:fs/promises';
 import type { BinaryInfo, RemovalRequest, RemovalResult, StoreCondition, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { publishNoOverwrite, storeWriteError } from '../../shared/durable-file.js';
 import { UpdaterError, deserializeError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
-import { expectedGenerationBytes } from '../../shared/diff/memory.js';
+import { expectedGenerationBytes, startDiffPool, type DiffPool, type RunDiffTask } from '../diff-pool/pool.js';
 import { HotTransferCache, TargetCache } from './caches.js';
 import { copyIntoStore } from './copy-in.js';
 import { binaryName, parseDerivedName, storeLayout, transferName, type StoreLayout } from '../../shared/store-layout.js';
 import { listInventory, unlinkIfPresent } from './removal.js';
 import type { StoreMetrics } from './metrics.js';
 import { openStoreDirs } from './scan.js';
-import { binaryMismatch, derivedCheck, quarantine } from './verify.js';
 import type { ClusterFiles, RemovedFiles } from './cluster-files.js';
 import { Writability } from './writability.js';
+import { Adoption, type StoreEventBody } from './adoption.js';
 
-type EventBody = StoreEvent extends infer E ? (E extends StoreEvent ? Omit<E, 'seq'> : never) : never;
-
-/** Idle diff threads exit after this, so memory returns to the baseline between bursts. */
-const POOL_IDLE_TIMEOUT_MS = 5_000;
-
-function taskFile(): string {
-  const here = fileURLToPath(import.meta.url);
-  return join(here, '..', '..', 'diff-pool', `task${here.endsWith('.ts') ? '.ts' : '.js'}`);
-}
-
-export type RunDiffTask = (task: DiffTask) => Promise<DiffOutcome>;
+export type { RunDiffTask };
 
 /** The content-addressed store: the only writer of the store directory. */
 export class ContentStore {
@@ -38,12 +26,12 @@ export class ContentStore {
   private readonly binaries = new Map<string, number>();
   private readonly transfers = new Map<string, TransferInfo>();
   private readonly inflight = new Map<string, Promise<TransferInfo>>();
-  /** Cluster mode: derived files of other replicas being checked before they are indexed here. */
-  private readonly adoptions = new Map<string, Promise<TransferInfo | undefined>>();
+  /** Cluster mode: what other replicas wrote or removed in the shared directory (adoption.ts). */
+  private readonly adoption: Adoption;
   private readonly targetCache: TargetCache;
   private readonly hotCache: HotTransferCache;
   /** The diff pool; absent when the caller runs diff tasks itself (tests). */
-  private readonly pool: Piscina | undefined;
+  private readonly pool: DiffPool | undefined;
   private readonly runTask: RunDiffTask;
   private readonly writability: Writability;
   private seq = 0;
@@ -66,22 +54,18 @@ export class ContentStore {
     this.writability = new Writability(config.store.dir, log);
     this.targetCache = new TargetCache(config.store.targetCacheBytes);
     this.hotCache = new HotTransferCache(config.store.hotDeltaCacheBytes);
-    this.pool = runTask ? undefined : new Piscina({
-      filename: taskFile(),
-      minThreads: 0,
-      maxThreads: config.store.deltaConcurrency,
-      idleTimeout: POOL_IDLE_TIMEOUT_MS,
-      // Queue without bound: callers are single-flighted per pair, so the queue holds at most
-      // one task per distinct pair asked for, and each waits its turn for a thread.
-      maxQueue: Infinity,
+    this.adoption = new Adoption({
+      config, log, layout: this.layout, binaries: this.binaries, transfers: this.transfers, inflight: this.inflight,
+      targetCache: this.targetCache, hotCache: this.hotCache, publish: (body) => this.publish(body),
     });
-    this.runTask = runTask ?? ((task) => this.pool!.run(task) as Promise<DiffOutcome>);
+    this.pool = runTask ? undefined : startDiffPool(config.store.deltaConcurrency);
+    this.runTask = runTask ?? this.pool!.run;
     metrics.observeBudgets(() => ({
       target: this.targetCache.usedBytes,
       hot: this.hotCache.usedBytes,
       queued: this.pool?.queueSize ?? 0,
       running: this.inflight.size,
-      threads: this.pool?.threads.length ?? 0,
+      threads: this.pool?.threads ?? 0,
       expectedDiffBytes: this.expectedDiffBytes,
     }));
   }
@@ -145,40 +129,15 @@ export class ContentStore {
 
   /**
    * Cluster mode: indexes a binary another replica stored in the shared directory, once its
-   * bytes are checked against its name. BINARY_NOT_FOUND when it is not there (or does not fit).
+   * bytes are checked against its name (adoption.ts). BINARY_NOT_FOUND when it is not there.
    */
-  async adoptBinary(hash: string): Promise<BinaryInfo> {
-    assertSha256Hex(hash, 'hash');
-    const known = this.binaries.get(hash);
-    if (known !== undefined) return { hash, size: known };
-    const path = this.binaryPath(hash);
-    const size = await stat(path).then((s) => (s.isFile() ? s.size : undefined), () => undefined);
-    if (size === undefined || (await binaryMismatch(path, hash)) !== undefined) {
-      throw new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${hash}`);
-    }
-    if (!this.binaries.has(hash)) {
-      this.binaries.set(hash, size);
-      void this.publish({ type: 'binary-registered', binary: { hash, size } });
-    }
-    return { hash, size };
+  adoptBinary(hash: string): Promise<BinaryInfo> {
+    return this.adoption.adoptBinary(hash);
   }
 
   /** Cluster mode: files another replica's retention sweep removed leave this index too. */
-  async removedElsewhere(files: RemovedFiles): Promise<void> {
-    for (const name of files.derived) {
-      const info = this.transfers.get(name);
-      if (!info || this.inflight.has(name)) continue;
-      if (await stat(join(this.layout.deltas, name)).then(() => true, () => false)) continue;
-      this.transfers.delete(name);
-      this.hotCache.drop(name);
-      await this.publish({ type: 'transfer-removed', transfer: info });
-    }
-    for (const hash of files.binaries) {
-      if (!this.binaries.has(hash) || (await stat(this.binaryPath(hash)).then(() => true, () => false))) continue;
-      this.binaries.delete(hash);
-      this.targetCache.drop(hash);
-      await this.publish({ type: 'binary-removed', hash });
-    }
+  removedElsewhere(files: RemovedFiles): Promise<void> {
+    return this.adoption.removedElsewhere(files);
   }
 
   async ensureFull(hash: string): Promise<TransferInfo> {
@@ -240,7 +199,7 @@ export class ContentStore {
     // In a cluster, a device may download from this replica a file another replica generated
     // moments ago (the load balancer sent its heartbeat there): it is adopted from the shared
     // store on the spot rather than answered 404 until an announcement arrives.
-    const info = this.transfers.get(name) ?? (this.cluster ? await this.adoptDerived(name) : undefined);
+    const info = this.transfers.get(name) ?? (this.cluster ? await this.adoption.adoptDerived(name) : undefined);
     if (!info) return null;
     const path = join(this.layout.deltas, name);
     const shared = this.hotCache.get(name);
@@ -331,7 +290,7 @@ export class ContentStore {
    * of its own name (`work/gen/{name}`) that a replica taking a dead one's job over clears.
    */
   private clusterGeneration(name: string, run: (dirs: { out: string; work: string }) => Promise<TransferInfo>): Promise<TransferInfo> {
-    return this.cluster!.once(name, () => this.findDerived(name), async () => {
+    return this.cluster!.once(name, () => this.adoption.findDerived(name), async () => {
       const scratch = join(this.layout.work, 'gen', name);
       await rm(scratch, { recursive: true, force: true });
       await mkdir(scratch, { recursive: true });
@@ -341,37 +300,6 @@ export class ContentStore {
         await rm(scratch, { recursive: true, force: true });
       }
     });
-  }
-
-  /** A derived file that is on the shared disk: indexed once its bytes fit its name. */
-  /** One adoption per name at a time, however many downloads ask for it at once. */
-  private adoptDerived(name: string): Promise<TransferInfo | undefined> {
-    let pending = this.adoptions.get(name);
-    if (!pending) {
-      pending = this.findDerived(name).finally(() => this.adoptions.delete(name));
-      this.adoptions.set(name, pending);
-    }
-    return pending;
-  }
-
-  private async findDerived(name: string): Promise<TransferInfo | undefined> {
-    const done = this.transfers.get(name);
-    if (done) return done;
-    const parsed = parseDerivedName(name);
-    const path = join(this.layout.deltas, name);
-    if (!parsed || !(await stat(path).then((s) => s.isFile(), () => false))) return undefined;
-    const checked = await derivedCheck(path, parsed, this.binaries.get(parsed.to));
-    if ('mismatch' in checked) {
-      await quarantine(this.config.store.dir, this.layout.deltas, name, checked.mismatch, this.log);
-      return undefined;
-    }
-    const info: TransferInfo = parsed.kind === 'delta'
-      ? { kind: 'delta', from: parsed.from, to: parsed.to, ...checked }
-      : { kind: 'full', to: parsed.to, ...checked };
-    this.transfers.set(name, info);
-    this.log.info({ file: name, size: info.size }, 'derived file generated by another replica indexed');
-    void this.publish({ type: 'transfer-ready', transfer: info });
-    return info;
   }
 
   private dispatch(task: DiffTask): Promise<TransferInfo> {
@@ -400,7 +328,7 @@ export class ContentStore {
     return info;
   }
 
-  private publish(body: EventBody): Promise<void> {
+  private publish(body: StoreEventBody): Promise<void> {
     return this.emit({ ...body, seq: ++this.seq } as StoreEvent);
   }
 }

@@ -13,7 +13,7 @@ await runActor(async (ctx) => {
   let running: Promise<SweepResult> | undefined;
   let timer: NodeJS.Timeout | undefined;
   // Cluster mode: one sweep at a time in the whole cluster (an advisory lock); undefined on one node.
-  const leadership = sweepLeadership(ctx.config.database, ctx.log);
+  const leadership = sweepLeadership(ctx.config, ctx.log);
 
   const sweepOnce = async (trigger: 'schedule' | 'admin'): Promise<SweepResult> => {
     const started = Date.now();

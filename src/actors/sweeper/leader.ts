@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterLocks, LOCK_SPACE } from '../../shared/database/cluster-lock.js';
-import { engineOf } from '../../shared/database/location.js';
 import type { Logger } from '../../shared/logger.js';
 
 // Cluster mode: the retention sweep runs on one replica at a time. Each replica's timer fires
@@ -18,9 +17,10 @@ export interface SweepLeadership {
   close(): Promise<void>;
 }
 
-export function sweepLeadership(database: string, log: Logger): SweepLeadership | undefined {
-  if (engineOf(database) !== 'postgres') return undefined;
-  const locks = new ClusterLocks(database, 1);
+/** Undefined on a single node: one sweeper, no lock to take. */
+export function sweepLeadership(config: { readonly cluster: boolean; readonly database: string }, log: Logger): SweepLeadership | undefined {
+  if (!config.cluster) return undefined;
+  const locks = new ClusterLocks(config.database, 1);
   return {
     async run(sweep) {
       const deadline = Date.now() + WAIT_LIMIT_MS;

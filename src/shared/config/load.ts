@@ -1,6 +1,7 @@
 import { accessSync, constants as fsc, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseTrackKey, trackIdProblem, trackKey } from '../artifact-key.js';
+import { engineOf } from '../database/location.js';
 import { ConfigError, readYamlFile } from './document.js';
 import { checkListeners } from './listen.js';
 import { parseDocument } from './schema-kit.js';
@@ -24,8 +25,11 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   checkListeners(parsed);
   const { target: _target, artifacts: _artifacts, defaultArtifact: _default, database, admin, ...rest } = parsed;
   const artifacts = readArtifacts(parsed);
-  const clustered = database !== undefined && /^postgres(ql)?:/.test(database);
-  checkClusterKeys(clustered, parsed.store.stateFile);
+  // The fleet database defaults to an SQLite file in the store directory.
+  const location = database ?? resolve(parsed.store.dir, 'updater.db');
+  // Whether this server is a cluster replica, decided here once; every actor reads config.cluster.
+  const cluster = engineOf(location) === 'postgres';
+  checkClusterKeys(cluster, parsed.store.stateFile);
   if (parsed.devices.auth === 'on' && !parsed.fleet.enabled) {
     throw new ConfigError('devices.auth', 'on needs the fleet database (fleet.enabled: true): device identities live there');
   }
@@ -39,10 +43,10 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       authFailureRefillPerSecond: admin.authFailureRefillPerSecond,
     },
     artifacts,
-    // The fleet database defaults to an SQLite file in the store directory.
-    database: database ?? resolve(parsed.store.dir, 'updater.db'),
+    database: location,
+    cluster,
     // With a state file or a cluster's database, the default may name a track published through the admin API.
-    ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined || clustered),
+    ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined || cluster),
   };
   checkRegularReadableFile(config.signing.privateKeyFile, 'signing.private_key_file');
   return deepFreeze(config);

@@ -77,7 +77,7 @@ export function configSchema(base: string) {
       stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API; refused beside a `postgres://` database, which holds the tracks then ([scaling.md](scaling.md))' })),
       targetCacheBytes: bytesIn('MB', 'target_cache_mb', { default: 256, min: 0, meaning: 'byte budget of cached delta targets (0 disables)' }),
       hotDeltaCacheBytes: bytesIn('MB', 'hot_delta_cache_mb', { default: 64, min: 0, meaning: 'byte budget of the hot transfer cache, deltas and full files together' }),
-      deltaConcurrency: int('delta_concurrency', { default: 2, min: 1, max: 64, meaning: 'concurrent delta generations (diff threads)' }),
+      deltaConcurrency: int('delta_concurrency', { default: 2, min: 1, max: 64, meaning: 'concurrent delta generations (diff threads); in a cluster it also sizes the store-keeper\'s PostgreSQL pool at `delta_concurrency + 2` connections: one per generation (each holds its file\'s advisory lock while it runs) and two more for removal announcements and lock attempts on files another replica is generating, besides its one LISTEN connection ([scaling.md](scaling.md))' }),
       deltaEngine: oneOf('delta_engine', DELTA_ENGINES, {
         default: 'native',
         meaning: '`native`: our engine (SA-IS suffix array, streamed, in a child process; about 5 × source + target + 40 MiB per generation); `bsdiff-node`: the previous library, kept as a fallback (about 21 × the larger input, in the diff thread)',
@@ -123,7 +123,11 @@ export function configSchema(base: string) {
       const text = readText(value);
       if (text === undefined) return undefined;
       if (text.trim() === '') throw new Problem('must be a file path or a postgres:// URL');
-      if (/^postgres(ql)?:/.test(text)) {
+      if (/^postgres(ql)?:/i.test(text)) {
+        // Only this spelling counts as PostgreSQL everywhere (engineOf, config.cluster): a URL
+        // without `//` (postgres:u@db/x) or with a capitalised scheme would pass a URL parser
+        // and then be opened as an SQLite file named like a URL, so it is refused here.
+        if (!/^postgres(ql)?:\/\//.test(text)) throw new Problem('is not a valid postgres:// URL (write postgres://user:password@host:port/db)');
         try {
           new URL(text);
         } catch {

@@ -27,6 +27,11 @@ export type Config = DeepReadonly<
     defaultArtifact?: string;
     /** An absolute SQLite file path, or a postgres:// URL. */
     database: string;
+    /**
+     * Whether this server is a cluster replica: `database` is a PostgreSQL URL (docs/scaling.md).
+     * Derived once when the configuration is loaded (load.ts), never written in the YAML.
+     */
+    cluster: boolean;
   }
 >;
 

@@ -21,7 +21,7 @@ export interface FleetDatabase {
 }
 
 /**
- * The driver under a Kysely instance: the fleet's hot write path (fleet-writes.ts) talks to it
+ * The driver under a Kysely instance: the fleet actor's FleetStore (src/actors/fleet/fleet-store.ts) talks to it
  * directly, a prepared statement per row on SQLite and array parameters on PostgreSQL, which
  * costs a fraction of compiling the same upserts through the builder at every flush.
  */
@@ -29,6 +29,8 @@ export type Driver = { readonly engine: 'sqlite'; readonly file: BetterSqlite3.D
 
 // Kysely-free, for actors that only need to know the engine (location.ts).
 export { engineOf, redactDatabaseUrl };
+// The one migration step the fleet's retention prune repeats after deleting devices.
+export { recountVersions } from './migrations.js';
 
 const drivers = new WeakMap<Kysely<Database>, Driver>();
 

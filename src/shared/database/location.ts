@@ -1,9 +1,9 @@
 import type { Engine } from './schema.js';
 
-// What a `database` location names, without loading Kysely: the store-keeper, the manifester
-// and the sweeper ask only this on a single node, and Kysely's few hundred modules cost each
-// worker thread that imports them a noticeable part of the server's start (connect.ts loads
-// them where a database is opened).
+// What a `database` location names, without loading Kysely: the configuration's load asks
+// once (config.cluster, which every actor reads), and connect.ts when it opens a database.
+// Kysely's few hundred modules cost each worker thread that imports them a noticeable part of
+// the server's start, so only the threads that open a database load them.
 
 export function engineOf(location: string): Engine {
   return /^postgres(ql)?:\/\//.test(location) ? 'postgres' : 'sqlite';

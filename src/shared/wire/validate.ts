@@ -1,4 +1,3 @@
-import type { HeartbeatRequest } from '../../messages/manifester.js';
 import { parseTrackKey } from '../artifact-key.js';
 import { UpdaterError } from '../errors.js';
 import { assertSha256Hex, isSha256Hex } from '../hash.js';
@@ -9,6 +8,14 @@ import { invalidField as fail, isRecord } from '../input.js';
 
 /** A heartbeat is a few hundred bytes; anything larger is refused before it is parsed. */
 export const MAX_DEVICE_BODY_BYTES = 4096;
+
+/** A heartbeat as the validator passes it on: what the manifester decides on (src/messages/manifester.ts). */
+export interface HeartbeatRequest {
+  readonly deviceId: string;
+  readonly versionHash: string;
+  /** Empty means the default track. */
+  readonly artifact: string;
+}
 
 export interface HeartbeatFields {
   device_id?: unknown;

@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
-import * as q from '../../../src/shared/database/fleet-queries.js';
+import * as q from '../../../src/actors/fleet/fleet-queries.js';
 import { ENGINES, openTestDatabase } from '../../helpers/databases.js';
 
 // The two reads the console needs beyond interface.md: devices not seen for a while, and the

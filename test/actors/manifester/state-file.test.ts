@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { decodeState, encodeState, readState, writeState, type PersistedState } from '../../../src/actors/manifester/state-file.js';
 import type { Track } from '../../../src/actors/manifester/tracks.js';
-import { applyAction, startRollout } from '../../../src/actors/manifester/rollout.js';
+import { applyAction, startRollout } from '../../../src/actors/manifester/rollout/rollout.js';
 import { parseRolloutPlan } from '../../../src/shared/rollout-plan.js';
 
 const H1 = '1'.repeat(64);

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import { open, rm, stat } from 'node:fs/promises';
 import bsdiff from 'bsdiff-node';
 import type { DiffOutcome, DiffResult, DiffTask } from '../../messages/diff.js';
-import { openTemp, storeWriteError, tempPathFor, writeFully } from '../durable-file.js';
-import { UpdaterError, serializeError } from '../errors.js';
-import { sha256File } from '../hash.js';
-import { zstdCompress } from '../zstd.js';
+import { openTemp, storeWriteError, tempPathFor, writeFully } from '../../shared/durable-file.js';
+import { UpdaterError, serializeError } from '../../shared/errors.js';
+import { sha256File } from '../../shared/hash.js';
+import { zstdCompress } from './zstd.js';
 import { nativeDiff } from './native-engine.js';
 
 // One diff job: a BSDIFF40 patch then zstd (a delta) or zstd alone (a full file). It verifies

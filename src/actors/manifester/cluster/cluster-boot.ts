@@ -1,9 +1,9 @@
-import type { BinaryInfo } from '../../messages/store.js';
-import type { Config } from '../../shared/config/types.js';
-import type { Logger } from '../../shared/logger.js';
+import type { BinaryInfo } from '../../../messages/store.js';
+import type { Config } from '../../../shared/config/types.js';
+import type { Logger } from '../../../shared/logger.js';
 import type { ClusterTracks } from './cluster-tracks.js';
-import { storeCannotWrite, type StoreAccess } from './track-admin.js';
-import type { TrackTable } from './tracks.js';
+import { storeCannotWrite, type StoreAccess } from '../store-access.js';
+import type { TrackTable } from '../tracks.js';
 
 // The start of a cluster replica (docs/scaling.md): take the tracks the database holds, store
 // the configured binaries (in the shared store: another replica may have stored them already),

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database } from './schema.js';
+import type { Database } from '../../../shared/database/schema.js';
 
 // The tracks of a cluster in PostgreSQL (docs/scaling.md): one row per track holding its JSON
 // record, and three meta rows. Every change runs in one transaction under a cluster-wide

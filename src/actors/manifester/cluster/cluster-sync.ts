@@ -1,9 +1,9 @@
-import { engineOf, openDatabase } from '../../shared/database/connect.js';
-import { PgListener } from '../../shared/database/listener.js';
-import { TRACKS_CHANNEL } from '../../shared/database/track-queries.js';
-import type { ActorContext } from '../runtime.js';
+import { openDatabase } from '../../../shared/database/connect.js';
+import { PgListener } from '../../../shared/database/listener.js';
+import { TRACKS_CHANNEL } from './track-queries.js';
+import type { ActorContext } from '../../runtime.js';
 import { ClusterTracks } from './cluster-tracks.js';
-import type { TrackTable } from './tracks.js';
+import type { TrackTable } from '../tracks.js';
 
 // Keeps a replica's tracks current in cluster mode: a LISTEN connection reloads them when
 // another replica commits a change (within a second), and a periodic resync repairs a missed
@@ -26,7 +26,7 @@ export async function startClusterSync(
   sync: () => Promise<void>,
 ): Promise<ClusterSync | undefined> {
   const { config } = ctx;
-  if (engineOf(config.database) !== 'postgres') return undefined;
+  if (!config.cluster) return undefined;
   // Migrates the schema too: whichever actor opens the database first applies the migrations.
   const opened = await openDatabase(config.database, { poolSize: 2 });
   const clusterTracks = new ClusterTracks({

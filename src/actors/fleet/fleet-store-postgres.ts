@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
 import { latestReports, seconds, VersionMoves } from './fleet-moves.js';
+import type { FleetStore } from './fleet-store.js';
 
-// The flush on PostgreSQL (plan in fleet-writes.ts): each step is one statement over a whole
+// The flush on PostgreSQL (plan in fleet-store.ts): each step is one statement over a whole
 // chunk, its rows passed as one array parameter per column and unnested on the server, so a
 // flush costs a handful of round trips whatever its size. The statements are named, hence
 // parsed and planned once per connection.
@@ -83,13 +84,18 @@ function deviceColumns(rows: readonly HeartbeatRecord[]): unknown[] {
   return cols;
 }
 
-export async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): Promise<void> {
+/** The FleetStore of a PostgreSQL pool: named statements, parsed once per connection. */
+export function postgresFleetStore(pool: pg.Pool): FleetStore {
+  return { engine: 'postgres', writeBatch: (heartbeats, reports) => writeBatchPostgres(pool, heartbeats, reports) };
+}
+
+async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): Promise<void> {
   const client = await pool.connect();
   let failed: unknown;
   try {
     // Every statement of a flush reaches devices by key, a few thousand at a time: index
     // lookups are the one right plan, and every index of devices they can use ends in
-    // device_id (migration 0005; test/shared/database/flush-plans.test.ts checks the plans).
+    // device_id (migration 0005; test/actors/fleet/flush-plans.test.ts checks the plans).
     // Left to its statistics, the planner of a table that grew from empty since its last
     // ANALYZE chose scans per unnested row that read a whole table or a whole version's range
     // (one 5,000-device touch ran for seconds, and the buffer filled behind it).

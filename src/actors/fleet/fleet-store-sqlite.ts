@@ -1,8 +1,9 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
 import { latestReports, seconds, VersionMoves } from './fleet-moves.js';
+import type { FleetStore } from './fleet-store.js';
 
-// The flush on SQLite (plan in fleet-writes.ts): better-sqlite3 is synchronous, so one
+// The flush on SQLite (plan in fleet-store.ts): better-sqlite3 is synchronous, so one
 // transaction of statements prepared once per connection is the whole write, with no
 // round trip and no query text built per flush.
 
@@ -12,15 +13,10 @@ interface Prepared {
   readonly write: (heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]) => void;
 }
 
-const prepared = new WeakMap<BetterSqlite3.Database, Prepared>();
-
-export function writeBatchSqlite(file: BetterSqlite3.Database, heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): void {
-  let p = prepared.get(file);
-  if (!p) {
-    p = prepare(file);
-    prepared.set(file, p);
-  }
-  p.write(heartbeats, reports);
+/** The FleetStore of an SQLite file: its statements are prepared once, here. */
+export function sqliteFleetStore(file: BetterSqlite3.Database): FleetStore {
+  const p = prepare(file);
+  return { engine: 'sqlite', writeBatch: async (heartbeats, reports) => p.write(heartbeats, reports) };
 }
 
 /** The flush's statements (exported for the test that checks how each reaches devices). */

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import t from 'tap';
-import { ClusterTracks } from '../../../src/actors/manifester/cluster-tracks.js';
-import { TrackTable, type Track } from '../../../src/actors/manifester/tracks.js';
-import { createLogger } from '../../../src/shared/logger.js';
-import { openTestDatabase } from '../../helpers/databases.js';
+import { ClusterTracks } from '../../../../src/actors/manifester/cluster/cluster-tracks.js';
+import { TrackTable, type Track } from '../../../../src/actors/manifester/tracks.js';
+import { createLogger } from '../../../../src/shared/logger.js';
+import { openTestDatabase } from '../../../helpers/databases.js';
 
 // Two "replicas" (a table and a ClusterTracks each) over one PostgreSQL database, without the
 // actors: what a change writes, what the other one reads back, and what a failed change leaves.

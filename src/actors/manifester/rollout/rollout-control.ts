@@ -1,9 +1,9 @@
-import type { RolloutCommand, RolloutView } from '../../messages/manifester.js';
-import { parseTrackKey, trackKey } from '../../shared/artifact-key.js';
-import type { Logger } from '../../shared/logger.js';
+import type { RolloutCommand, RolloutView } from '../../../messages/manifester.js';
+import { parseTrackKey, trackKey } from '../../../shared/artifact-key.js';
+import type { Logger } from '../../../shared/logger.js';
 import { advance, applyAction, judgeHealth, rolloutView, setPercent } from './rollout.js';
-import type { TrackAdmin } from './track-admin.js';
-import type { TrackTable } from './tracks.js';
+import type { TrackAdmin } from '../track-admin.js';
+import type { TrackTable } from '../tracks.js';
 
 // Drives the rollouts of every track: the operator's commands, and once a tick the health
 // check and the timer, in that order (a rollout that is failing pauses before it widens).

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import t from 'tap';
-import { cohortBucket, inCohort } from '../../../src/actors/manifester/cohort.js';
+import { cohortBucket, inCohort } from '../../../../src/actors/manifester/rollout/cohort.js';
 
 const T = '3f'.repeat(32);
 const ids = Array.from({ length: 400 }, (_, i) => (i % 7 === 0 ? `gerät-ü-${i}` : `dev-${i.toString().padStart(4, '0')}`));

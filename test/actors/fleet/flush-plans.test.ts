@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import t from 'tap';
 import type { HeartbeatRecord } from '../../../src/messages/fleet.js';
-import { POSTGRES_DEVICE_STATEMENTS } from '../../../src/shared/database/fleet-writes-postgres.js';
-import { SQLITE_FLUSH_STATEMENTS } from '../../../src/shared/database/fleet-writes-sqlite.js';
+import { POSTGRES_DEVICE_STATEMENTS } from '../../../src/actors/fleet/fleet-store-postgres.js';
+import { SQLITE_FLUSH_STATEMENTS } from '../../../src/actors/fleet/fleet-store-sqlite.js';
 import { driverOf } from '../../../src/shared/database/connect.js';
-import * as q from '../../../src/shared/database/fleet-queries.js';
+import * as q from '../../../src/actors/fleet/fleet-queries.js';
 import { openTestDatabase } from '../../helpers/databases.js';
 
 // Every statement of the flush that reaches devices must find each device by its id, whatever
@@ -50,7 +50,7 @@ t.test('postgres: the generic plan of each flush statement on devices probes by 
   t.equal(stats.rows[0]?.analyzed, 0, 'devices has never been analyzed');
   await db.connection().execute(async (c) => {
     await sql`set plan_cache_mode = force_generic_plan`.execute(c);
-    // As the flush runs them (fleet-writes-postgres.ts).
+    // As the flush runs them (fleet-store-postgres.ts).
     await sql`set enable_seqscan = off`.execute(c);
     await sql`set enable_hashjoin = off`.execute(c);
     await sql`set enable_mergejoin = off`.execute(c);

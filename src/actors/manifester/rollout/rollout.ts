@@ -1,6 +1,6 @@
-import type { RolloutView } from '../../messages/manifester.js';
-import { UpdaterError } from '../../shared/errors.js';
-import type { RolloutPlan } from '../../shared/rollout-plan.js';
+import type { RolloutView } from '../../../messages/manifester.js';
+import { UpdaterError } from '../../../shared/errors.js';
+import type { RolloutPlan } from '../../../shared/rollout-plan.js';
 import { inCohort } from './cohort.js';
 
 // The staged-rollout state machine (interface.md, "Staged rollouts"). Pure: every function

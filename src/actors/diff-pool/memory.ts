@@ -1,4 +1,4 @@
-import type { DeltaEngine } from '../config/types.js';
+import type { DeltaEngine } from '../../shared/config/types.js';
 
 // The expected peak memory of one delta generation, by engine (docs/memory.md). The store-keeper
 // sums it over the generations under way and shows it as `updater_diff_expected_memory_bytes`.

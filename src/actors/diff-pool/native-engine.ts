@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import engine from 'updater-delta-engine';
-import { UpdaterError } from '../errors.js';
+import { UpdaterError } from '../../shared/errors.js';
 
 // The native delta engine (native/delta: SA-IS suffix array, classic BSDIFF40 output) runs
 // as a program in a child process: a crash or an out-of-memory kill of native code ends the

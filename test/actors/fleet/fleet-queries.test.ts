@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
-import * as q from '../../../src/shared/database/fleet-queries.js';
+import * as q from '../../../src/actors/fleet/fleet-queries.js';
 import { ENGINES, openTestDatabase } from '../../helpers/databases.js';
 
 const H = (n: number) => n.toString(16).padStart(64, '0');

@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely';
-import { redactDatabaseUrl } from '../../shared/database/connect.js';
-import type { Database } from '../../shared/database/schema.js';
-import { EMPTY_TRACKS, lockTracks, readRevision, readTracks, writeTrackChanges, type StoredTracks } from '../../shared/database/track-queries.js';
-import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
-import type { Logger } from '../../shared/logger.js';
-import { STATE_FORMAT, STATE_VERSION, decodeState, trackRecord, type PersistedState } from './state-file.js';
-import type { Track, TrackTable } from './tracks.js';
+import { redactDatabaseUrl } from '../../../shared/database/connect.js';
+import type { Database } from '../../../shared/database/schema.js';
+import { EMPTY_TRACKS, lockTracks, readRevision, readTracks, writeTrackChanges, type StoredTracks } from './track-queries.js';
+import { UpdaterError, isUpdaterError } from '../../../shared/errors.js';
+import type { Logger } from '../../../shared/logger.js';
+import { STATE_FORMAT, STATE_VERSION, decodeState, trackRecord, type PersistedState } from '../state-file.js';
+import type { Track, TrackTable } from '../tracks.js';
 
 // The manifester's tracks in cluster mode (database: postgres://…). The database holds them;
 // the TrackTable is this replica's in-memory copy, which answers every heartbeat. A change

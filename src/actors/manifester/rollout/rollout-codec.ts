@@ -1,5 +1,5 @@
-import { isSha256Hex } from '../../shared/hash.js';
-import { isPercent, parseRolloutPlan } from '../../shared/rollout-plan.js';
+import { isSha256Hex } from '../../../shared/hash.js';
+import { isPercent, parseRolloutPlan } from '../../../shared/rollout-plan.js';
 import type { PausedReason, Rollout, RolloutState, TargetRef } from './rollout.js';
 
 // A rollout as `store.state_file` records it, with everything a restart needs to go on where

@@ -1,10 +1,10 @@
 import t, { type Test } from 'tap';
-import { inCohort } from '../../../src/actors/manifester/cohort.js';
+import { inCohort } from '../../../../src/actors/manifester/rollout/cohort.js';
 import {
   advance, applyAction, judgeHealth, replaced, rolloutView, routeDevice, setPercent, startRollout, successorBasis,
   type Rollout, type TargetRef,
-} from '../../../src/actors/manifester/rollout.js';
-import { parseRolloutPlan } from '../../../src/shared/rollout-plan.js';
+} from '../../../../src/actors/manifester/rollout/rollout.js';
+import { parseRolloutPlan } from '../../../../src/shared/rollout-plan.js';
 
 const STABLE: TargetRef = { hash: 'a'.repeat(64), version: '1.0.0', size: 100 };
 const T: TargetRef = { hash: 'b'.repeat(64), version: '1.1.0', size: 110 };

@@ -1,12 +1,12 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
-import { recountVersions } from './migrations.js';
-import type { Database, DevicesTable, ReportsTable } from './schema.js';
+import { recountVersions } from '../../shared/database/connect.js';
+import type { Database, DevicesTable, ReportsTable } from '../../shared/database/schema.js';
 
 // Every query of the inventory, written once for both engines: only portable SQL (no engine
-// functions). The one exception is the flush, the hot write, in fleet-writes.ts.
+// functions). The one exception is the flush, the hot write, in fleet-store.ts.
 
-export { writeBatch } from './fleet-writes.js';
+export { writeBatch } from './fleet-store-of.js';
 
 export const DEVICE_REPORTS_SHOWN = 50;
 const DAY_SECONDS = 86_400;
