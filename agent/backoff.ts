@@ -1,4 +1,4 @@
-// Retry timing of spec 3.5 as pure functions, so the policy is tested without clocks.
+// Retry timing (docs/agent.md, "Transports and retry") as pure functions, so the policy is tested without clocks.
 
 /**
  * Exponential backoff with "equal jitter": the n-th consecutive failure waits between half

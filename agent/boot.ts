@@ -60,6 +60,13 @@ export async function bootPhase(ctx: AgentContext): Promise<BootOutcome> {
 }
 
 async function confirm(ctx: AgentContext, pending: PendingUpdate): Promise<void> {
+  // The new release's sequence is durable before the marker goes: a kill in between confirms again.
+  const sequence = Math.max(ctx.state.releaseSequence, pending.release_sequence ?? 0);
+  if (sequence !== ctx.state.releaseSequence) {
+    ctx.state.releaseSequence = sequence;
+    await ctx.store.save(ctx.state);
+    faultPoint('boot-after-sequence-saved');
+  }
   await ctx.store.clearPending(); // clears the boot count with it
   ctx.state.runningVersion = pending.target_version;
   ctx.state.consecutiveFailures = 0;

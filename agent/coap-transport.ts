@@ -4,7 +4,7 @@ import { isIPv6 } from 'node:net';
 import { generate, parse, type NamedOption, type ParsedPacket } from 'coap-packet';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import { encodeBlockOption, MAX_BLOCK_BYTES, parseBlockOption, type BlockOption } from '../src/shared/wire/block2.js';
-import { decodeAuthAnswer, decodeManifest, encodeAuthRequest, encodeHeartbeat, encodeReport } from '../src/shared/wire/cbor.js';
+import { decodeAuthAnswer, decodeCertificate, decodeManifest, encodeAuthRequest, encodeHeartbeat, encodeReport } from '../src/shared/wire/cbor.js';
 import { ECHO_OPTION, echoValue } from '../src/shared/wire/echo.js';
 import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
 import { transportError, type DownloadSink, type Transport } from './transport.js';
@@ -178,6 +178,16 @@ export class CoapTransport implements Transport {
       return decodeAuthAnswer(response.payload);
     } catch (err) {
       throw new UpdaterError('AGENT_REQUEST_REFUSED', `coap: the auth answer ${(err as Error).message}`);
+    }
+  }
+
+  async keys(timeoutMs: number): Promise<unknown> {
+    const response = await this.request('GET', '/keys', [], undefined, timeoutMs);
+    if (response.code !== '2.05') this.refuse(response, 'keys');
+    try {
+      return decodeCertificate(response.payload);
+    } catch (err) {
+      throw new UpdaterError('AGENT_MANIFEST_INVALID', `GET /keys: ${(err as Error).message}`);
     }
   }
 

@@ -26,6 +26,14 @@ function url(key: string, scheme: 'http:' | 'coap:', meaning: string, shown: str
   });
 }
 
+function hexKey(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !/^[0-9a-f]{64}$/.test(value)) {
+    throw new Problem('must be 64 lowercase hex characters (as printed by "updater keygen")');
+  }
+  return value;
+}
+
 export function agentSchema(base: string) {
   return section('', {
     deviceId: leaf('device_id', { default: 'required', meaning: 'sent in heartbeats and reports; at most 128 characters' }, (value) => {
@@ -42,12 +50,12 @@ export function agentSchema(base: string) {
         throw new Problem((err as Error).message.replace(/^artifact /, ''));
       }
     }),
-    publicKey: leaf('public_key', { default: 'required', meaning: 'Ed25519 public key, 64 lowercase hex characters' }, (value) => {
-      if (typeof value !== 'string' || !/^[0-9a-f]{64}$/.test(value)) {
-        throw new Problem('must be 64 lowercase hex characters (as printed by "updater keygen")');
-      }
-      return value;
-    }),
+    publicKey: leaf('public_key', {
+      default: 'required without `root_public_key`', meaning: 'the server\'s signing key (Ed25519, 64 lowercase hex characters); with `root_public_key`, the key trusted until a certified one is',
+    }, (value) => hexKey(value)),
+    rootPublicKey: leaf('root_public_key', {
+      default: '(none)', meaning: 'an offline root key (64 hex): the agent trusts the signing key it certified with the highest serial (`GET /keys`), so the signing key can rotate',
+    }, (value) => hexKey(value)),
     httpUrl: url('http_url', 'http:', 'base address, no path; `http://` or `https://`', 'required when `primary: http`'),
     caFile: leaf('ca_file', {
       default: 'none (Node\'s built-in roots)',

@@ -31,6 +31,7 @@ export function validateAgentConfig(doc: unknown, configPath: string): AgentConf
   if (primary === 'http' && !httpUrl) throw new ConfigError('http_url', 'is required when primary is http');
   if (primary === 'coap' && !coapUrl) throw new ConfigError('coap_url', 'is required when primary is coap');
   if (rest.retryMaxMs < rest.retryBaseMs) throw new ConfigError('retry_max', 'must not be shorter than retry_base');
+  if (!rest.publicKey && !rest.rootPublicKey) throw new ConfigError('public_key', 'is required (or root_public_key, to follow a certified signing key)');
   const config: AgentConfig = {
     configPath,
     ...rest,

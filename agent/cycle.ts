@@ -6,14 +6,15 @@ import { applyDelta, applyFull } from './apply.js';
 import { flushReports, heartbeatBody, nowSeconds, queueReport, type AgentContext } from './context.js';
 import { faultPoint } from './fault.js';
 import { readManifest, type SignedUpdate } from './manifest.js';
+import { checkRelease } from './release.js';
 import { runRestartCommand } from './restart.js';
 import { otherSlot, type SlotName } from './slots.js';
 
-// Steps 1-8 of spec 3.4, in order. The three checks are gates, each before the next kind of
-// work: the signature before a byte is fetched, the transfer hash before any patch work,
+// Steps 1-8 of the cycle (docs/agent.md, "The cycle"), in order. The checks are gates, each before the next kind of
+// work: the release statement (release.ts) and the signature before a byte is fetched, the transfer hash before any patch work,
 // the hash of the slot as read back from disk before the swap.
 //
-//   heartbeat ─▶ retry later? ─▶ signature ─▶ download ─▶ transfer hash ─▶ patch/decompress
+//   heartbeat ─▶ release statement ─▶ retry later? ─▶ signature ─▶ download ─▶ transfer hash ─▶ patch/decompress
 //      ─▶ slot hash ─▶ .pending_update ─▶ swap `current` ─▶ restart_command
 
 export type CycleOutcome =
@@ -35,8 +36,15 @@ export async function updateCycle(ctx: AgentContext): Promise<CycleOutcome> {
 
   // 1. heartbeat
   const body = await heartbeatBody(ctx, runningHash, state.runningVersion);
-  const decision = readManifest(await ctx.transports.run('heartbeat', (t) => t.heartbeat(body, ctx.config.requestTimeoutMs)), runningHash);
+  const answer = await ctx.transports.run('heartbeat', (t) => t.heartbeat(body, ctx.config.requestTimeoutMs));
+  const release = await checkRelease(ctx, answer, runningHash);
+  const decision = readManifest(answer, runningHash);
   faultPoint('after-heartbeat');
+  if (decision.kind === 'update' && decision.update.targetHash === runningHash) {
+    // Already installed: downloading and installing it again would only risk the device.
+    log.info({ versionHash: runningHash }, 'the offered target is the one running; up to date');
+    return { kind: 'up-to-date' };
+  }
   if (decision.kind === 'up-to-date') {
     log.info({ versionHash: runningHash }, 'up to date');
     return decision;
@@ -52,16 +60,16 @@ export async function updateCycle(ctx: AgentContext): Promise<CycleOutcome> {
     return { kind: 'refused-rolled-back-target', targetHash: update.targetHash };
   }
   // 3. signature, before a single byte is downloaded
-  if (!verifyManifest(ctx.config.publicKey, update.targetHash, update.transferHash, update.signature)) {
-    throw new UpdaterError('AGENT_SIGNATURE_INVALID', `the manifest for ${update.targetHash} is not signed by the configured public key`);
+  if (!verifyManifest(release.publicKey, update.targetHash, update.transferHash, update.signature)) {
+    throw new UpdaterError('AGENT_SIGNATURE_INVALID', `the manifest for ${update.targetHash} is not signed by the trusted signing key`);
   }
   faultPoint('after-signature-check');
   log.info({ mode: update.mode, targetHash: update.targetHash, version: update.targetVersion, transferSize: update.transferSize }, 'update available');
-  await install(ctx, update, active, runningHash);
+  await install(ctx, update, active, runningHash, release.sequence);
   return { kind: 'updated', targetHash: update.targetHash };
 }
 
-async function install(ctx: AgentContext, update: SignedUpdate, active: SlotName, runningHash: string): Promise<void> {
+async function install(ctx: AgentContext, update: SignedUpdate, active: SlotName, runningHash: string, releaseSequence: number): Promise<void> {
   const { log, slots, store, downloader } = ctx;
   // 4. download, resumable
   const transferPath = await downloader.fetch({
@@ -93,7 +101,7 @@ async function install(ctx: AgentContext, update: SignedUpdate, active: SlotName
   // 8. marker, swap, restart
   await store.writePending({
     previous_slot: active, previous_hash: runningHash, new_slot: target, new_hash: update.targetHash,
-    target_version: update.targetVersion, boot_count: 0,
+    target_version: update.targetVersion, boot_count: 0, release_sequence: releaseSequence,
   });
   faultPoint('after-marker');
   await slots.activate(target);

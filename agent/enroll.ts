@@ -41,6 +41,11 @@ export class EnrolledTransport implements Transport {
     return this.withToken(() => this.inner.download(endpoint, offset, expectedSize, sink, signal));
   }
 
+  /** GET /keys is public: it needs no token. */
+  keys(timeoutMs: number): Promise<unknown> {
+    return this.inner.keys(timeoutMs);
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

@@ -20,6 +20,7 @@ export const FAULT_STEPS = [
   'boot-before-health-check',
   'boot-after-health-check',
   'boot-after-rollback-swap',
+  'boot-after-sequence-saved',
 ] as const;
 export type FaultStep = (typeof FAULT_STEPS)[number];
 

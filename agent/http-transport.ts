@@ -91,6 +91,20 @@ export class HttpTransport implements Transport {
     }
   }
 
+  async keys(timeoutMs: number): Promise<unknown> {
+    const response = await this.request('/keys', { signal: AbortSignal.timeout(timeoutMs) }, 'keys');
+    if (response.status !== 200) return this.refuse(response, 'keys');
+    const text = await response.text().catch((err: unknown) => {
+      throw transportError('http', 'keys', err);
+    });
+    if (text.length > MAX_MANIFEST_BYTES) throw new UpdaterError('AGENT_MANIFEST_INVALID', `GET /keys answered ${text.length} bytes`);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new UpdaterError('AGENT_MANIFEST_INVALID', 'GET /keys did not answer JSON');
+    }
+  }
+
   async report(report: ReportWire, timeoutMs: number): Promise<void> {
     const response = await this.request('/report', {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(report),

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fsyncDir, removeLeftoverTemps, tempPathFor } from '../src/shared/durable-file.js';
 import { UpdaterError } from '../src/shared/errors.js';
 
-// The A/B slot directory of interface.md:
+// The A/B slot directory (docs/agent.md, "Slot directory"):
 //
 //   slot_dir/slot-a, slot_dir/slot-b    the two binaries
 //   slot_dir/current -> slot-a          the active slot (a relative symlink)

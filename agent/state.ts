@@ -4,6 +4,7 @@ import { fsyncDir, replaceFileDurably } from '../src/shared/durable-file.js';
 import { isSha256Hex } from '../src/shared/hash.js';
 import type { Logger } from '../src/shared/logger.js';
 import type { ReportWire } from '../src/shared/wire/keys.js';
+import { readCertificate, type KeyCertificate } from '../src/shared/release/certificate.js';
 import { isSlotName, type SlotName } from './slots.js';
 
 // Everything the agent must remember across a crash or a restart lives in small JSON files
@@ -27,6 +28,10 @@ export interface AgentState {
   rolledBackTargets: string[];
   /** Update reports the server has not acknowledged yet, oldest first. */
   unsentReports: ReportWire[];
+  /** The release statement sequence of the running release (agent/release.ts); 0 before the first. */
+  releaseSequence: number;
+  /** With root_public_key: the certified signing key of the highest serial trusted (agent/keys.ts). */
+  signingCertificate?: KeyCertificate;
 }
 
 export interface PendingUpdate {
@@ -37,10 +42,12 @@ export interface PendingUpdate {
   target_version: string;
   /** Agent starts seen with this marker present; the boot phase gives up past the limit. */
   boot_count: number;
+  /** The sequence of the installed release's statement, recorded when the boot confirms it. */
+  release_sequence?: number;
 }
 
 function emptyState(): AgentState {
-  return { cooldownUntil: 0, backoffUntil: 0, consecutiveFailures: 0, runningVersion: '', rolledBackTargets: [], unsentReports: [] };
+  return { cooldownUntil: 0, backoffUntil: 0, consecutiveFailures: 0, runningVersion: '', rolledBackTargets: [], unsentReports: [], releaseSequence: 0 };
 }
 
 const nonNegative = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -80,6 +87,9 @@ export class StateStore {
     if (typeof doc.runningVersion === 'string') state.runningVersion = doc.runningVersion.slice(0, 64);
     if (Array.isArray(doc.rolledBackTargets)) state.rolledBackTargets = doc.rolledBackTargets.filter(isSha256Hex);
     if (Array.isArray(doc.unsentReports)) state.unsentReports = doc.unsentReports.filter(isReport);
+    if (nonNegative(doc.releaseSequence)) state.releaseSequence = doc.releaseSequence;
+    const cert = doc.signingCertificate === undefined ? undefined : readCertificate(doc.signingCertificate);
+    if (cert && typeof cert !== 'string') state.signingCertificate = cert;
     return state;
   }
 
@@ -95,7 +105,7 @@ export class StateStore {
     if (doc === undefined) return undefined;
     if (!doc || !isSlotName(doc.previous_slot) || !isSlotName(doc.new_slot) || doc.previous_slot === doc.new_slot
       || !isSha256Hex(doc.previous_hash) || !isSha256Hex(doc.new_hash) || !nonNegative(doc.boot_count)
-      || typeof doc.target_version !== 'string') {
+      || typeof doc.target_version !== 'string' || (doc.release_sequence !== undefined && !nonNegative(doc.release_sequence))) {
       return 'damaged';
     }
     return doc;

@@ -3,7 +3,7 @@ import type { TransportName } from './config.js';
 import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
 
 // The agent talks to the server through this interface only, so HTTP and CoAP are
-// interchangeable and failover (spec 3.5) is written once, above the transports.
+// interchangeable and failover (docs/agent.md, "Transports and retry") is written once, above the transports.
 
 /** Where downloaded bytes go; the download module makes them durable. */
 export interface DownloadSink {
@@ -17,6 +17,8 @@ export interface Transport {
   /** Resolves with the decoded manifest of a 200 answer; throws an UpdaterError otherwise. */
   heartbeat(body: HeartbeatWire, timeoutMs: number): Promise<unknown>;
   report(report: ReportWire, timeoutMs: number): Promise<void>;
+  /** `GET /keys`: the decoded certificate of the server's signing key; throws an UpdaterError otherwise. */
+  keys(timeoutMs: number): Promise<unknown>;
   /**
    * Streams `endpoint` from byte `offset` into `sink`. Resolves when the resource is
    * complete (the sink has seen its last byte); `signal` aborts it.

@@ -118,9 +118,12 @@ export function reportWarnings(warnings: ReadonlyMap<string, () => string[]>, re
   }
 }
 
-/** A node script on the server cores; resolves once its output contains `readyText`. */
-export async function startNodeProcess(file: string, args: readonly string[], readyText: string): Promise<ChildProcess> {
-  const [command, argv] = onCores('server', process.execPath, [file, ...args]);
+/**
+ * A node script on the server cores; resolves once its output contains `readyText`.
+ * `nodeArgs` go to node itself (e.g. `--cpu-prof`).
+ */
+export async function startNodeProcess(file: string, args: readonly string[], readyText: string, nodeArgs: readonly string[] = []): Promise<ChildProcess> {
+  const [command, argv] = onCores('server', process.execPath, [...nodeArgs, file, ...args]);
   const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (d: Buffer) => {

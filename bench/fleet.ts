@@ -1,8 +1,6 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generate } from 'coap-packet';
-import { encodeHeartbeat } from '../src/shared/wire/cbor.js';
 import type { Engine } from '../src/shared/database/schema.js';
 import { adminCall } from '../test/helpers/admin.js';
 import { freeUdpPort } from '../test/helpers/coap.js';
@@ -10,13 +8,17 @@ import { createTestDatabase, type TestDatabase } from '../test/helpers/databases
 import { firmware, makeFixture, type Fixture } from '../test/helpers/fixture.js';
 import { startTestServer, type TestServer } from '../test/helpers/server.js';
 import { coapLoad } from './coap-load.js';
+import { coapHeartbeatTemplate, cycleCoapDevices, histogramQuantile, sumMetric, writeCyclingScript } from './fleet-load.js';
 import { seedDevices } from './soak/inventory.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
+import { positiveInt } from './rounds.js';
 import { runWrk } from './wrk.js';
 
 // The fleet inventory's cost and capacity (issue 11), on SQLite and on PostgreSQL:
 //
-// 1. Heartbeats per second with the inventory on / the same server with it off
+// 1. Heartbeats per second with the inventory on / the same server with it off (no goal: on
+//    two shared cores it cannot be measured fairly; the heartbeat suite measures the whole
+//    server, inventory on, against a bare handler)
 //    (fleet.enabled: false), over HTTP (wrk) and CoAP (closed-loop UDP), each request from one
 //    of DEVICES distinct device ids in turn. On and off alternate, each round in reverse order.
 //    The "on" server's own metrics then say whether it kept up: dropped updates, flush lag p99.
@@ -32,10 +34,8 @@ const WARMUP_SECONDS = 2;
 const CONNECTIONS = 64;
 const COAP_IN_FLIGHT = 64;
 const QUERY_SAMPLES = 15;
-const GOAL_RATIO = 0.9;
 const GOAL_LAG_P99_S = 2;
 const GOAL_QUERY_MS = 100;
-const ID_DIGITS = 6;
 /** One seeded device in this many has been quiet for two days; the others were seen within the day. */
 const QUIET_EVERY = 1_000;
 /**
@@ -80,10 +80,9 @@ async function throughput(engine: Engine, fixture: Fixture, record: SuiteRecord,
       });
       servers[side] = { server, coapPort };
     }
-    const script = await writeCyclingScript(scripts, binary.hash);
-    const datagram = coapTemplate(binary.hash);
-    const idAt = datagram.indexOf(Buffer.from('bench-' + '0'.repeat(ID_DIGITS)));
-    const vary = (buf: Buffer, n: number) => buf.write(String(n % DEVICES).padStart(ID_DIGITS, '0'), idAt + 6, 'latin1');
+    const script = await writeCyclingScript(scripts, 'cycling', { versionHash: binary.hash }, DEVICES);
+    const datagram = coapHeartbeatTemplate({ versionHash: binary.hash });
+    const vary = cycleCoapDevices(datagram, DEVICES);
     const runs = { http: { on: [] as number[], off: [] as number[] }, coap: { on: [] as number[], off: [] as number[] } };
     const once = async (transport: 'http' | 'coap', side: 'on' | 'off', seconds: number) => {
       const { server, coapPort } = servers[side];
@@ -116,7 +115,7 @@ async function throughput(engine: Engine, fixture: Fixture, record: SuiteRecord,
       const off = median(runs[transport].off);
       record[`${engine}_${transport}_on_per_s`] = Math.round(on);
       record[`${engine}_${transport}_off_per_s`] = Math.round(off);
-      ratios.push({ name: `${engine} ${transport} heartbeats/s, inventory on / off`, value: on / off, goal: { min: GOAL_RATIO }, note: `${formatNumber(on, 0)} vs ${formatNumber(off, 0)}/s` });
+      ratios.push({ name: `${engine} ${transport} heartbeats/s, inventory on / off`, value: on / off, note: `${formatNumber(on, 0)} vs ${formatNumber(off, 0)}/s; the inventory's goal is the heartbeat suite's server / bare` });
     }
     record[`${engine}_dropped_updates`] = dropped;
     record[`${engine}_flush_lag_p99_s`] = lagP99;
@@ -183,35 +182,6 @@ function ageSeconds(i: number): number {
   return i % QUIET_EVERY === QUIET_EVERY - 1 ? 2 * 86_400 + (i % 3_600) : (i * 7_919) % 86_400;
 }
 
-/** A wrk script whose every request is a heartbeat from the next of DEVICES device ids. */
-async function writeCyclingScript(dir: string, hash: string): Promise<string> {
-  const path = join(dir, 'cycling.lua');
-  const body = (id: string) => JSON.stringify({ device_id: id, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 268_435_456, free_disk: 1_073_741_824 }, timestamp: 1_800_000_000, artifact: 'app' });
-  const [prefix, suffix] = body('@@').split('@@');
-  await writeFile(path, [
-    'wrk.method = "POST"',
-    'wrk.headers["Content-Type"] = "application/json"',
-    'local n = 0',
-    `local prefix = [==[${prefix}]==]`,
-    `local suffix = [==[${suffix}]==]`,
-    'request = function()',
-    `  n = (n + 1) % ${DEVICES}`,
-    `  return wrk.format(nil, nil, nil, prefix .. string.format("bench-%0${ID_DIGITS}d", n) .. suffix)`,
-    'end',
-    '',
-  ].join('\n'));
-  return path;
-}
-
-function coapTemplate(hash: string): Buffer {
-  const payload = encodeHeartbeat({ device_id: `bench-${'0'.repeat(ID_DIGITS)}`, version_hash: hash, version: '1.0.0', hw_info: { arch: 'amd64', os: 'linux', free_ram: 1 << 28, free_disk: 1 << 30 }, timestamp: 1_800_000_000, artifact: 'app' });
-  return generate({
-    code: 'POST', confirmable: true, messageId: 1, token: Buffer.alloc(4),
-    options: [{ name: 'Uri-Path', value: Buffer.from('heartbeat') }, { name: 'Content-Format', value: Buffer.from([60]) }],
-    payload,
-  });
-}
-
 async function countDevices(url: string): Promise<number> {
   let total = 0;
   let after: string | null = null;
@@ -223,22 +193,3 @@ async function countDevices(url: string): Promise<number> {
   return total;
 }
 
-function sumMetric(text: string, name: string): number {
-  return text.split('\n').filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
-}
-
-/** The upper bound of the bucket that holds the quantile (a conservative reading). */
-function histogramQuantile(text: string, name: string, quantile: number): number {
-  const buckets = text.split('\n').filter((l) => l.startsWith(`${name}_bucket{`)).map((l) => ({
-    le: l.includes('le="+Inf"') ? Infinity : Number(/le="([^"]+)"/.exec(l)![1]),
-    count: Number(l.split(' ').pop()),
-  }));
-  const total = buckets.find((b) => b.le === Infinity)?.count ?? 0;
-  if (total === 0) return 0;
-  return buckets.find((b) => b.count >= quantile * total)!.le;
-}
-
-function positiveInt(text: string | undefined, fallback: number): number {
-  const n = Number(text);
-  return text !== undefined && Number.isInteger(n) && n > 0 ? n : fallback;
-}

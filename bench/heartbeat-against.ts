@@ -9,18 +9,20 @@ import { configDocument, writeConfig } from '../test/helpers/server.js';
 import type { BareWorkerData } from './bare-uws.js';
 import { startBareWorker, stopBareWorker } from './bare-worker.js';
 import { comparisonRows, processCpuSeconds, collectWarnings, reportWarnings, startBuildServer, stopNodeProcess, writePortableKeyFile, type Build } from './builds.js';
-import { BINARY_BYTES, CONNECTIONS, GOAL_MIN_RATIO, heartbeatBody, rawAnswer, ROUNDS, SECONDS, THREADS, WARMUP_SECONDS } from './heartbeat.js';
+import { writeCyclingScript } from './fleet-load.js';
+import { BINARY_BYTES, CONNECTIONS, DEVICES, GOAL_MIN_RATIO, heartbeatBody, rawAnswer, ROUNDS, SECONDS, THREADS, WARMUP_SECONDS } from './heartbeat.js';
 import { cpuPlan, pinThisProcess } from './pinning.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
 import { roundOrder, roundRatioRow } from './rounds.js';
-import { runWrk, writePostScript, type WrkResult } from './wrk.js';
+import { runWrk, type WrkResult } from './wrk.js';
 
 // `npm run bench -- heartbeat --against [name=]/other/checkout`: the heartbeat suite with
 // several server builds in one run. Each build is an `updater serve` process of its own
 // checkout on the server cores, all with the same tracks; the bare uWS handler (bench/bare-uws.ts,
 // a worker of this process, also on the server cores) answers the bytes this build answered.
 // Every round measures bare and every build for both heartbeat kinds, the order reversed
-// every other round; each ratio is taken per round (rounds.ts).
+// every other round; each ratio is taken per round (rounds.ts). Every request is a heartbeat
+// from the next of BENCH_HEARTBEAT_DEVICES device ids, as in the heartbeat suite.
 
 interface Side {
   readonly label: string;
@@ -64,6 +66,7 @@ export async function runHeartbeatAgainst(builds: readonly Build[]): Promise<Sui
       console.log(`  ${build.name}: ${build.root} at ${build.commit}, pid ${child.pid}`);
     }
 
+    const hashes = { current: v2.hash, delta: v1.hash };
     const bodies = { current: heartbeatBody(v2.hash), delta: heartbeatBody(v1.hash) };
     const answers: BareWorkerData['answers'] = {};
     for (const kind of KINDS) {
@@ -83,7 +86,7 @@ export async function runHeartbeatAgainst(builds: readonly Build[]): Promise<Sui
 
     const sides: Side[] = [];
     for (const kind of KINDS) {
-      const script = await writePostScript(scripts, kind.name, bodies[kind.name]);
+      const script = await writeCyclingScript(scripts, kind.name, { versionHash: hashes[kind.name] }, DEVICES);
       sides.push({ label: `bare ${kind.name}`, url: `http://127.0.0.1:${started.port}/heartbeat/${kind.name}`, script, cpuSeconds: thisProcessCpuSeconds, runs: [] });
       for (const build of builds) {
         const server = servers.get(build.name)!;

@@ -1,161 +1,351 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import { firmware, makeFixture, nextVersion } from '../test/helpers/fixture.js';
+import type { Engine } from '../src/shared/database/schema.js';
+import { adminCall } from '../test/helpers/admin.js';
+import { freeUdpPort } from '../test/helpers/coap.js';
+import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.js';
+import { firmware, freePort, makeFixture, nextVersion, type Fixture } from '../test/helpers/fixture.js';
 import { heartbeatUntilSigned } from '../test/helpers/http.js';
-import { startTestServer, type TestServer } from '../test/helpers/server.js';
+import { configDocument, writeConfig } from '../test/helpers/server.js';
 import type { BareWorkerData } from './bare-uws.js';
-import { startBareWorker, stopBareWorker } from './bare-worker.js';
+import { collectWarnings, processCpuSeconds, reportWarnings, startNodeProcess, stopNodeProcess, THIS_ROOT } from './builds.js';
+import { coapOnce, DEDUP_CACHE_BYTES } from './coap.js';
+import { coapLoad, sleep } from './coap-load.js';
+import { coapHeartbeatTemplate, cycleCoapDevices, deviceId, fleetHeartbeat, histogramQuantile, sumMetric, writeCyclingScript } from './fleet-load.js';
+import { AUTH_CONFIG, enrollFleet } from './heartbeat-auth.js';
 import { cpuPlan, pinThisProcess } from './pinning.js';
+import { monotonicUs, profileText, readProfiles, type Window } from './profile.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
 import { positiveInt, roundOrder, roundRatioRow } from './rounds.js';
-import { runWrk, writePostScript, type WrkResult } from './wrk.js';
+import { runWrk } from './wrk.js';
 
-// Heartbeats per second through the whole actor path (HTTP front-end worker → manifester
-// worker → back) against a bare uWebSockets.js handler answering the same bytes.
+// Heartbeats through the whole server as a fleet sends them, against a bare handler answering
+// the same bytes (issue 31):
 //
-//   wrk ──▶ real server (in this process: supervisor + actor workers)   "subject"
-//   wrk ──▶ bare handler (a worker thread in this process)              "bare"
-//   wrk ──▶ bare handler + the front-end's JSON work, no actor hop      "codec"
+//   wrk (HTTP) / closed-loop UDP (CoAP) ──▶ `updater serve`, inventory on, SQLite     "sqlite"
+//                                       ──▶ `updater serve`, inventory on, PostgreSQL "postgres"
+//                                       ──▶ bare uWS handler / bare node-coap         "bare"
 //
-// Two heartbeats: a device already on the target (row 2 of the decision table) and one that
-// gets a signed delta (row 3, after the delta has been generated once). Bare and subject runs
-// alternate, and each round reverses the order, so drift on a shared machine hits both sides;
-// every ratio is taken per round. This process (server and bare handler alike) runs on the
-// server cores, wrk on the load cores (pinning.ts).
+// Every request is a heartbeat from the next of DEVICES distinct device ids (fleet-load.ts),
+// so no cache keyed by device flatters the server, and the inventory writes a row per device.
+// Every round measures each side once, back to back, the order reversed every other round;
+// each ratio (throughput, and CPU per heartbeat of the whole process, from /proc) is taken per
+// round. Servers and baselines are processes of their own on the server cores, the load
+// generators run in this process on the load cores (pinning.ts). The machine's load average
+// is printed with every figure: the bench machine is shared, and the bare handler's figure
+// moves with it more than the server's.
+//
+// Knobs (environment): BENCH_HEARTBEAT_SECONDS, _ROUNDS, _DEVICES, _ENGINES (sqlite,postgres),
+// _TRANSPORTS (http,coap), _KINDS (current; delta adds a device one version behind, answered
+// with a signed delta), _AUTH (off | on: `devices.auth: on`, every device enrolled first,
+// heartbeat-auth.ts), _PROFILE (a directory: the servers run with `node --cpu-prof`, and a
+// per-thread summary of where their CPU went is printed at the end, profile.ts).
 
 export const SECONDS = positiveInt(process.env.BENCH_HEARTBEAT_SECONDS, 6);
 export const ROUNDS = positiveInt(process.env.BENCH_HEARTBEAT_ROUNDS, 3);
 export const WARMUP_SECONDS = 2;
 export const CONNECTIONS = 64;
 export const THREADS = 1;
-export const GOAL_MIN_RATIO = 0.5;
+/** Server / bare uWS heartbeats per second. */
+export const GOAL_MIN_RATIO = 0.55;
 export const BINARY_BYTES = 256 * 1024;
+export const DEVICES = positiveInt(process.env.BENCH_HEARTBEAT_DEVICES, 100_000);
+const ENGINES = listOf('BENCH_HEARTBEAT_ENGINES', ['sqlite', 'postgres'], ['sqlite', 'postgres']) as Engine[];
+const TRANSPORTS = listOf('BENCH_HEARTBEAT_TRANSPORTS', ['http', 'coap'], ['http', 'coap']) as Transport[];
+const KINDS = listOf('BENCH_HEARTBEAT_KINDS', ['current'], ['current', 'delta']) as Kind[];
+const AUTH = listOf('BENCH_HEARTBEAT_AUTH', ['off'], ['off', 'on'])[0] === 'on';
+const PROFILE_DIR = process.env.BENCH_HEARTBEAT_PROFILE;
+const COAP_IN_FLIGHT = 64;
+const COAP_WARMUP_MS = 300;
+/** Server / bare CPU per HTTP heartbeat. */
+const GOAL_MAX_CPU_RATIO = 2;
+const GOAL_MIN_COAP_RATIO = 0.8;
+/** PostgreSQL / SQLite: heartbeats per second and CPU per heartbeat within 10 %. */
+const GOAL_MIN_ENGINE_RATIO = 0.9;
+const GOAL_MAX_ENGINE_CPU_RATIO = 1.1;
+const GOAL_LAG_P99_S = 2;
 
-interface Case {
-  readonly name: 'current' | 'delta';
-  readonly body: string;
-  answer?: { body: string; contentType: string };
-  subjectScript?: string;
-  bareScript?: string;
+type Transport = 'http' | 'coap';
+type Kind = 'current' | 'delta';
+
+interface Server {
+  readonly engine: Engine;
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly coapPort: number;
+  readonly database: TestDatabase | undefined;
+  /** Heartbeats answered in the measured runs, and when those ran: what a profile is read over. */
+  served: number;
+  readonly windows: Window[];
 }
 
-interface Target {
+interface Run {
+  readonly perSecond: number;
+  readonly cpuUsPerHeartbeat: number;
+  readonly load1: number;
+}
+
+interface Side {
   readonly label: string;
-  readonly url: string;
-  readonly script: string;
+  readonly transport: Transport;
+  readonly kind: Kind;
+  /** 'bare', or the server's engine. */
+  readonly name: 'bare' | Engine;
+  readonly pid: number;
+  readonly server?: Server;
+  load(seconds: number): Promise<{ perSecond: number; answered: number }>;
   readonly runs: Run[];
 }
 
-/**
- * A wrk run plus the CPU this process spent per request meanwhile (every thread: the server's
- * actors, or the bare worker; whatever is idle costs next to nothing). Throughput suffers from
- * other load on the machine much more than CPU per request does.
- */
-interface Run extends WrkResult {
-  readonly cpuUsPerRequest: number;
-}
+/** Warm-ups are not part of a profile's reading. */
+const WARM_UP = true;
 
 export async function runHeartbeatBench(): Promise<SuiteRecord> {
-  const fixture = await makeFixture('updater-bench-');
-  const scripts = await mkdtemp(join(tmpdir(), 'updater-bench-wrk-'));
-  let server: TestServer | undefined;
-  let bare: Worker | undefined;
-  const unpin = pinThisProcess('server');
+  if (AUTH && TRANSPORTS.includes('coap')) {
+    throw new RangeError('BENCH_HEARTBEAT_AUTH=on covers HTTP (tokens as Authorization headers); run it with BENCH_HEARTBEAT_TRANSPORTS=http');
+  }
+  const fixture = await makeFixture('updater-bench-hb-');
+  const unpin = pinThisProcess('load');
+  const servers: Server[] = [];
+  const children: ChildProcess[] = [];
+  const warnings = new Map<string, () => string[]>();
+  let record: SuiteRecord;
   try {
-    const v1 = await fixture.writeBinary('v1.bin', firmware(BINARY_BYTES, 'bench-v1'));
-    const v2 = await fixture.writeBinary('v2.bin', nextVersion(firmware(BINARY_BYTES, 'bench-v1'), 'bench-v2'));
-    // The `legacy` track keeps v1 known to the store, so a device on v1 gets a delta.
-    server = await startTestServer(fixture, [
-      { name: 'app', version: '2.0.0', binary: v2.path },
-      { name: 'legacy', version: '1.0.0', binary: v1.path },
-    ], { default_artifact: 'app', log_level: 'error' });
-    await heartbeatUntilSigned(server.url, v1.hash, 'app');
-
-    const cases: Case[] = [
-      { name: 'current', body: heartbeatBody(v2.hash) },
-      { name: 'delta', body: heartbeatBody(v1.hash) },
-    ];
-    for (const c of cases) {
-      c.answer = await rawAnswer(`${server.url}/heartbeat`, c.body);
-      const manifest = JSON.parse(c.answer.body) as { update_available: boolean; signature?: string };
-      if (c.name === 'current' && manifest.update_available) throw new Error('the up-to-date device was offered an update');
-      if (c.name === 'delta' && !manifest.signature) throw new Error('the device on v1 did not get a signed delta');
-      c.subjectScript = await writePostScript(scripts, `subject-${c.name}`, c.body);
-      c.bareScript = await writePostScript(scripts, `bare-${c.name}`, c.body);
-    }
-
-    const started = await startBareWorker(new URL('./bare-uws.js', import.meta.url), { answers: Object.fromEntries(cases.map((c) => [`/heartbeat/${c.name}`, c.answer!])) } satisfies BareWorkerData);
-    bare = started.worker;
-    const targets = cases.flatMap((c): Target[] => [
-      { label: `bare ${c.name}`, url: `http://127.0.0.1:${started.port}/heartbeat/${c.name}`, script: c.bareScript!, runs: [] },
-      { label: `codec ${c.name}`, url: `http://127.0.0.1:${started.port}/heartbeat/${c.name}/codec`, script: c.bareScript!, runs: [] },
-      { label: `subject ${c.name}`, url: `${server!.url}/heartbeat`, script: c.subjectScript!, runs: [] },
-    ]);
-
-    console.log(`  wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} rounds of ${SECONDS} s per target (after ${WARMUP_SECONDS} s warm-up each)`);
-    for (const target of targets) await measure(target, WARMUP_SECONDS);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const target of roundOrder(targets, round)) {
-        const result = await measure(target, SECONDS);
-        target.runs.push(result);
-        console.log(`  round ${round + 1} ${target.label.padEnd(16)} ${formatNumber(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.latencyP50Ms.toFixed(2)} ms  p99 ${result.latencyP99Ms.toFixed(2)} ms  cpu ${result.cpuUsPerRequest.toFixed(1)} us/req`);
-      }
-    }
-    return summarize(cases, targets, v2.size);
+    record = await measureAll(fixture, servers, children, warnings);
+    reportWarnings(warnings, record);
   } finally {
-    if (bare) await stopBareWorker(bare);
-    await server?.stop();
+    for (const s of servers) await stopNodeProcess(s.child);
+    for (const c of children) await stopNodeProcess(c);
+    for (const s of servers) await s.database?.drop();
     unpin();
     await fixture.cleanup();
-    await rm(scripts, { recursive: true, force: true });
   }
+  if (PROFILE_DIR) {
+    for (const s of servers) {
+      console.log(`\n  where the ${s.engine} server's CPU went (node --cpu-prof, ${join(PROFILE_DIR, s.engine)}):`);
+      console.log(profileText(await readProfiles(join(PROFILE_DIR, s.engine), s.windows), s.served));
+    }
+  }
+  return record;
 }
 
-async function measure(target: Target, seconds: number): Promise<Run> {
-  const cpu = process.cpuUsage();
-  const result = await runWrk({ url: target.url, script: target.script, threads: THREADS, connections: CONNECTIONS, seconds });
-  const used = process.cpuUsage(cpu);
-  // A refused or failed request is answered fast; counting it would flatter the server.
-  if (result.errors > 0) throw new Error(`${target.label}: ${result.errors} failed requests of ${result.requests}; the figure would be meaningless`);
-  return { ...result, cpuUsPerRequest: (used.user + used.system) / result.requests };
-}
+async function measureAll(fixture: Fixture, servers: Server[], children: ChildProcess[], warnings: Map<string, () => string[]>): Promise<SuiteRecord> {
+  const v1 = await fixture.writeBinary('v1.bin', firmware(BINARY_BYTES, 'bench-v1'));
+  const v2 = await fixture.writeBinary('v2.bin', nextVersion(firmware(BINARY_BYTES, 'bench-v1'), 'bench-v2'));
+  // The `legacy` track keeps v1 known to the store, so a device on v1 gets a delta.
+  const artifacts = [{ name: 'app', version: '2.0.0', binary: v2.path }, { name: 'legacy', version: '1.0.0', binary: v1.path }];
+  const shapes: Record<Kind, { versionHash: string }> = { current: { versionHash: v2.hash }, delta: { versionHash: v1.hash } };
+  for (const engine of ENGINES) {
+    const server = await startServer(fixture, engine, artifacts);
+    servers.push(server);
+    warnings.set(engine, collectWarnings(server.child));
+    if (KINDS.includes('delta')) await heartbeatUntilSigned(server.url, v1.hash, 'app');
+    console.log(`  ${engine}: pid ${server.child.pid}, ${server.url}, CoAP ${server.coapPort}${server.database ? `, ${server.database.location.replace(/\/\/[^@]*@/, '//')}` : ', database in the store (the default)'}`);
+  }
+  const tokensFile = AUTH ? join(fixture.dir, 'tokens.txt') : undefined;
+  if (tokensFile) {
+    // One set of device identities for every server: enrolled on the first, the same keys on the others.
+    if (servers.length > 1) throw new RangeError('BENCH_HEARTBEAT_AUTH=on measures one engine at a time: set BENCH_HEARTBEAT_ENGINES');
+    const started = performance.now();
+    await enrollFleet(servers[0]!.url, DEVICES, tokensFile);
+    console.log(`  enrolled ${formatNumber(DEVICES, 0)} devices in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
 
-function summarize(cases: readonly Case[], targets: readonly Target[], targetSize: number): SuiteRecord {
-  const record: SuiteRecord = { connections: CONNECTIONS, wrk_threads: THREADS, seconds_per_run: SECONDS, rounds: ROUNDS, binary_bytes: targetSize,
-    cpus: cpuPlan().description };
+  // The exact bytes the servers answer, so the baselines answer the same.
+  const answers: BareWorkerData['answers'] = {};
+  for (const kind of KINDS) {
+    const sizes: string[] = [];
+    for (const server of servers) {
+      const answer = await httpAnswer(`${server.url}/heartbeat`, JSON.stringify(fleetHeartbeat(deviceId(0), shapes[kind])), tokensFile);
+      const manifest = JSON.parse(answer.body) as { update_available: boolean; signature?: string };
+      if (kind === 'current' && manifest.update_available) throw new Error(`${server.engine}: the up-to-date device was offered an update`);
+      if (kind === 'delta' && !manifest.signature) throw new Error(`${server.engine}: the device one version behind did not get a signed delta`);
+      answers[`/heartbeat/${kind}`] ??= answer;
+      sizes.push(`${server.engine} ${Buffer.byteLength(answer.body)}`);
+    }
+    console.log(`  ${kind} HTTP answer bytes: ${sizes.join(', ')}`);
+  }
+  const answersFile = join(fixture.dir, 'bare-answers.json');
+  const portFile = join(fixture.dir, 'bare-port.txt');
+  await writeFile(answersFile, JSON.stringify({ answers } satisfies BareWorkerData));
+  const bareHttp = await startNodeProcess(join(THIS_ROOT, 'dist', 'bench', 'bare-http-server.js'), [answersFile, portFile], 'listening');
+  children.push(bareHttp);
+  const bareHttpUrl = `http://127.0.0.1:${(await readFile(portFile, 'utf8')).trim()}`;
+
+  const sides: Side[] = [];
+  for (const kind of KINDS) {
+    // Each side's runs go on through the fleet where its last run stopped: every device is reached.
+    const http = (url: string, name: string) => {
+      let first = 0;
+      return async (seconds: number) => {
+        const script = await writeCyclingScript(fixture.dir, `cycling-${kind}-${name}`, shapes[kind], DEVICES, tokensFile, first);
+        const r = await runWrk({ url, script, threads: THREADS, connections: CONNECTIONS, seconds });
+        // A refused or failed request is answered fast; counting it would flatter the server.
+        if (r.errors > 0) throw new Error(`${url}: ${r.errors} failed requests of ${r.requests}; the figure would be meaningless`);
+        first = (first + r.requests) % DEVICES;
+        return { perSecond: r.requestsPerSecond, answered: r.requests };
+      };
+    };
+    if (TRANSPORTS.includes('http')) {
+      sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, 'bare'), runs: [] });
+      for (const server of servers) {
+        sides.push({ label: `${server.engine} http ${kind}`, transport: 'http', kind, name: server.engine, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`, server.engine), runs: [] });
+      }
+    }
+  }
+  // CoAP: the fleet's steady state only (a signed delta is over 3x a heartbeat: an unproven
+  // address gets 4.01 with an Echo value first, docs/coap.md).
+  if (TRANSPORTS.includes('coap') && KINDS.includes('current')) {
+    const datagram = coapHeartbeatTemplate(shapes.current);
+    const vary = cycleCoapDevices(datagram, DEVICES);
+    const manifest = await coapOnce(servers[0]!.coapPort, datagram);
+    const barePort = await freeUdpPort();
+    const bare = await startNodeProcess(join(THIS_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifest.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
+    children.push(bare);
+    console.log(`  current CoAP answer bytes: ${manifest.length}`);
+    const coap = (port: number) => {
+      let first = 0;
+      return async (seconds: number) => {
+        const from = first;
+        const r = await coapLoad(port, datagram, COAP_IN_FLIGHT, COAP_WARMUP_MS, seconds * 1000, (d, n) => vary(d, from + n));
+        if (Object.keys(r.codes).some((code) => code !== '2.05')) throw new Error(`CoAP port ${port}: answers ${JSON.stringify(r.codes)}; the figure would be meaningless`);
+        first = (first + r.okAll) % DEVICES;
+        return { perSecond: r.perSecond, answered: r.okAll };
+      };
+    };
+    sides.push({ label: 'bare coap current', transport: 'coap', kind: 'current', name: 'bare', pid: bare.pid!, load: coap(barePort), runs: [] });
+    for (const server of servers) {
+      sides.push({ label: `${server.engine} coap current`, transport: 'coap', kind: 'current', name: server.engine, pid: server.child.pid!, server, load: coap(server.coapPort), runs: [] });
+    }
+  }
+
+  const loadStart = loadavg();
+  console.log(`  ${formatNumber(DEVICES, 0)} device ids in turn; HTTP wrk -t${THREADS} -c${CONNECTIONS}, CoAP ${COAP_IN_FLIGHT} in flight; ${ROUNDS} rounds of ${SECONDS} s per side (after ${WARMUP_SECONDS} s warm-up each); ${cpuPlan().description}`);
+  for (const side of sides) await measure(side, WARMUP_SECONDS, WARM_UP);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const side of roundOrder(sides, round)) {
+      const run = await measure(side, SECONDS);
+      side.runs.push(run);
+      console.log(`  round ${round + 1} ${side.label.padEnd(22)} ${formatNumber(run.perSecond, 0).padStart(8)} heartbeats/s  cpu ${run.cpuUsPerHeartbeat.toFixed(1).padStart(5)} us/heartbeat  (load ${run.load1.toFixed(2)})`);
+    }
+  }
+  const loadEnd = loadavg();
+
+  // Let the last flush land, then read what each server says about keeping up.
+  await sleep(2_500);
+  const record: SuiteRecord = {
+    distinct_devices: DEVICES, connections: CONNECTIONS, coap_in_flight: COAP_IN_FLIGHT, seconds_per_run: SECONDS, rounds: ROUNDS,
+    auth: AUTH ? 'on' : 'off', cpus: cpuPlan().description,
+    load_average: `${loadStart.map((n) => n.toFixed(2)).join(' ')} at the start, ${loadEnd.map((n) => n.toFixed(2)).join(' ')} at the end`,
+  };
   const ratios: RatioRow[] = [];
-  const rps = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.requestsPerSecond));
-  const p99 = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.latencyP99Ms));
-  const cpu = (label: string) => median(targets.find((t) => t.label === label)!.runs.map((r) => r.cpuUsPerRequest));
-  const perRound = (label: string, of: (r: Run) => number) => targets.find((t) => t.label === label)!.runs.map(of);
-  const rpsOf = (r: Run) => r.requestsPerSecond;
-  const cpuOf = (r: Run) => r.cpuUsPerRequest;
-  for (const c of cases) {
-    const bareRps = rps(`bare ${c.name}`);
-    const subjectRps = rps(`subject ${c.name}`);
-    record[`${c.name}_response_bytes`] = Buffer.byteLength(c.answer!.body);
-    record[`${c.name}_bare_req_per_s`] = Math.round(bareRps);
-    record[`${c.name}_codec_req_per_s`] = Math.round(rps(`codec ${c.name}`));
-    record[`${c.name}_subject_req_per_s`] = Math.round(subjectRps);
-    for (const side of ['bare', 'codec', 'subject']) record[`${c.name}_${side}_cpu_us_per_req`] = Number(cpu(`${side} ${c.name}`).toFixed(1));
-    record[`${c.name}_bare_p99_ms`] = Number(p99(`bare ${c.name}`).toFixed(2));
-    record[`${c.name}_subject_p99_ms`] = Number(p99(`subject ${c.name}`).toFixed(2));
-    const kind = c.name === 'current' ? 'up-to-date' : 'signed delta';
+  for (const side of sides) {
+    const key = side.label.replace(/ /g, '_');
+    record[`${key}_per_s`] = Math.round(median(side.runs.map((r) => r.perSecond)));
+    record[`${key}_cpu_us`] = Number(median(side.runs.map((r) => r.cpuUsPerHeartbeat)).toFixed(1));
+  }
+  for (const server of servers) {
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const dropped = sumMetric(metrics, 'updater_fleet_dropped_updates_total');
+    const feedLost = sumMetric(metrics, 'updater_fleet_feed_lost_total');
+    const lagP99 = histogramQuantile(metrics, 'updater_fleet_flush_lag_seconds', 0.99);
+    const summary = await adminCall(server.url, 'GET', '/admin/fleet?artifact=app');
+    const recorded = summary.status === 200 ? Number(summary.json.devices) : Number.NaN;
+    Object.assign(record, { [`${server.engine}_dropped_updates`]: dropped, [`${server.engine}_feed_lost`]: feedLost, [`${server.engine}_flush_lag_p99_s`]: lagP99, [`${server.engine}_devices_recorded`]: recorded });
     ratios.push(
-      roundRatioRow(`${kind} heartbeat req/s, server / bare uWS`, perRound(`subject ${c.name}`, rpsOf), perRound(`bare ${c.name}`, rpsOf),
-        { goal: { min: GOAL_MIN_RATIO }, note: `medians ${formatNumber(subjectRps, 0)} vs ${formatNumber(bareRps, 0)} req/s` }),
-      roundRatioRow(`${kind} heartbeat req/s, server / bare + codec`, perRound(`subject ${c.name}`, rpsOf), perRound(`codec ${c.name}`, rpsOf),
-        { note: 'same JSON work without the manifester hop: what the hop costs' }),
-      roundRatioRow(`${kind} heartbeat CPU per request, bare / server`, perRound(`bare ${c.name}`, cpuOf), perRound(`subject ${c.name}`, cpuOf),
-        { note: 'CPU of all threads per heartbeat: less moved by other load' }),
+      { name: `${server.engine} flush lag p99 / ${GOAL_LAG_P99_S} s`, value: lagP99 / GOAL_LAG_P99_S, goal: { max: 1 }, note: `p99 <= ${lagP99} s` },
+      { name: `${server.engine} inventory updates dropped or lost`, value: dropped + feedLost, goal: { max: 0 }, note: `${dropped} dropped by the buffer, ${feedLost} lost by the front-ends; ${recorded} of ${DEVICES} devices recorded` },
     );
   }
+  ratios.push(...ratioRows(sides));
   record.ratios = ratios;
   return record;
 }
 
+function ratioRows(sides: readonly Side[]): RatioRow[] {
+  const rows: RatioRow[] = [];
+  const find = (transport: Transport, kind: Kind, name: Side['name']) => sides.find((s) => s.transport === transport && s.kind === kind && s.name === name);
+  const rate = (s: Side) => s.runs.map((r) => r.perSecond);
+  const cpu = (s: Side) => s.runs.map((r) => r.cpuUsPerHeartbeat);
+  for (const transport of TRANSPORTS) {
+    for (const kind of KINDS) {
+      const bare = find(transport, kind, 'bare');
+      if (!bare) continue;
+      const bareName = transport === 'http' ? 'bare uWS' : 'bare node-coap';
+      const what = `${transport.toUpperCase()} ${kind === 'current' ? 'up-to-date' : 'signed-delta'} heartbeat`;
+      for (const engine of ENGINES) {
+        const side = find(transport, kind, engine)!;
+        rows.push(
+          roundRatioRow(`${engine} ${what}/s, server / ${bareName}`, rate(side), rate(bare),
+            { goal: { min: transport === 'http' ? GOAL_MIN_RATIO : GOAL_MIN_COAP_RATIO }, note: `medians ${formatNumber(median(rate(side)), 0)} vs ${formatNumber(median(rate(bare)), 0)}/s` }),
+          roundRatioRow(`${engine} ${what} CPU, server / ${bareName}`, cpu(side), cpu(bare),
+            { ...(transport === 'http' ? { goal: { max: GOAL_MAX_CPU_RATIO } } : {}), note: `medians ${median(cpu(side)).toFixed(1)} vs ${median(cpu(bare)).toFixed(1)} us a heartbeat, all threads` }),
+        );
+      }
+      const pg = find(transport, kind, 'postgres');
+      const lite = find(transport, kind, 'sqlite');
+      if (pg && lite) {
+        rows.push(
+          roundRatioRow(`${what}/s, postgres / sqlite`, rate(pg), rate(lite), { goal: { min: GOAL_MIN_ENGINE_RATIO } }),
+          roundRatioRow(`${what} CPU, postgres / sqlite`, cpu(pg), cpu(lite), { goal: { max: GOAL_MAX_ENGINE_CPU_RATIO }, note: 'the server process only; PostgreSQL\'s own backend is not counted' }),
+        );
+      }
+    }
+  }
+  return rows;
+}
+
+async function measure(side: Side, seconds: number, warmUp = false): Promise<Run> {
+  const before = processCpuSeconds(side.pid);
+  const started = monotonicUs();
+  const { perSecond, answered } = await side.load(seconds);
+  const used = processCpuSeconds(side.pid) - before;
+  if (side.server && !warmUp) {
+    side.server.served += answered;
+    side.server.windows.push([started, monotonicUs()]);
+  }
+  return { perSecond, cpuUsPerHeartbeat: (used * 1e6) / Math.max(1, answered), load1: loadavg()[0]! };
+}
+
+async function startServer(fixture: Fixture, engine: Engine, artifacts: { name: string; version: string; binary: string }[]): Promise<Server> {
+  const port = await freePort();
+  const coapPort = await freeUdpPort();
+  // SQLite is the default: no `database` key, the file in the store.
+  const database = engine === 'postgres' ? await createTestDatabase('postgres', fixture.dir) : undefined;
+  const doc = configDocument(fixture, port, artifacts, {
+    listen: { http: `127.0.0.1:${port}`, coap: `127.0.0.1:${coapPort}` },
+    coap: { dedup_cache_bytes: DEDUP_CACHE_BYTES },
+    default_artifact: 'app',
+    // info: the process says "server started" at info.
+    log_level: 'info',
+    store: { dir: join(fixture.dir, `store-${engine}`) },
+    ...(database ? { database: database.location } : {}),
+    ...(AUTH ? AUTH_CONFIG : {}),
+  });
+  const config = await writeConfig(fixture, doc, `updater-${engine}.yaml`);
+  let nodeArgs: string[] = [];
+  if (PROFILE_DIR) {
+    await mkdir(join(PROFILE_DIR, engine), { recursive: true });
+    nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, engine)}`];
+  }
+  try {
+    const child = await startNodeProcess(join(THIS_ROOT, 'bin', 'updater.js'), ['serve', '--config', config], '"server started"', nodeArgs);
+    return { engine, child, url: `http://127.0.0.1:${port}`, coapPort, database, served: 0, windows: [] };
+  } catch (err) {
+    await database?.drop();
+    throw err;
+  }
+}
+
+/** The exact bytes the server answers (with a device token when the load carries them). */
+async function httpAnswer(url: string, body: string, tokensFile: string | undefined): Promise<{ body: string; contentType: string }> {
+  const token = tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
+  return rawAnswer(url, body, token ? { authorization: `Bearer ${token}` } : {});
+}
+
+/** One heartbeat from one device, for the single-device comparisons of heartbeat-against.ts. */
 export function heartbeatBody(versionHash: string): string {
   return JSON.stringify({
     device_id: 'bench-device-0001',
@@ -168,9 +358,19 @@ export function heartbeatBody(versionHash: string): string {
 }
 
 /** The exact bytes the server answers, so the bare handler can answer the same. */
-export async function rawAnswer(url: string, body: string): Promise<{ body: string; contentType: string }> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+export async function rawAnswer(url: string, body: string, headers: Record<string, string> = {}): Promise<{ body: string; contentType: string }> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   const text = await response.text();
   if (response.status !== 200) throw new Error(`heartbeat answered ${response.status}: ${text}`);
   return { body: text, contentType: response.headers.get('content-type') ?? 'application/json' };
+}
+
+/** A comma-separated list from the environment, each value one of `allowed`. */
+function listOf(name: string, fallback: readonly string[], allowed: readonly string[]): string[] {
+  const text = process.env[name];
+  if (text === undefined || text.trim() === '') return [...fallback];
+  const values = text.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  const wrong = values.filter((v) => !allowed.includes(v));
+  if (wrong.length > 0 || values.length === 0) throw new RangeError(`${name}: ${wrong.join(', ') || '(empty)'} is not one of ${allowed.join(', ')}`);
+  return values;
 }

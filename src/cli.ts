@@ -11,6 +11,8 @@ commands:
   serve --config FILE     run the update server (supervisor and its actors)
   keygen --out FILE       write a new Ed25519 signing key; prints the public key (hex)
   pubkey --key FILE       print the public key (hex) of an existing signing key
+  certify --root ROOT_KEY --key HEX --valid 365d --serial N --out FILE
+                          certify a signing key with an offline root key (key rotation)
   agent --config FILE     run the device agent (--once: one update cycle, then exit)
   load [options]          simulate a fleet of devices against a running server
 
@@ -19,11 +21,14 @@ Run "updater <command> --help" for the options of a command.
 
 const HELP: Record<string, string | (() => Promise<string>)> = {
   load: async () => (await import('../agent/load/cli.js')).LOAD_HELP,
-  serve: `usage: updater serve --config FILE
+  serve: `usage: updater serve --config FILE [--pretty]
 
 Runs the server. The configuration is validated before anything listens; an error names the
 key and exits with status 2, as does a database key that cannot be reached. SIGTERM or SIGINT
 drains the actors and exits 0.
+
+Logs go to stdout: lines for a person on a terminal (or with --pretty), JSON lines otherwise
+(a file, a pipe, journald). UPDATER_LOG_PRETTY=0 asks for JSON on a terminal too.
 `,
   keygen: `usage: updater keygen --out FILE
 
@@ -39,6 +44,7 @@ stdout: what the device agents need as public_key. FILE is PKCS#8 PEM (as keygen
 an Ed25519 key from "openssl genpkey -algorithm ed25519") or a key in the earlier format.
 `,
   agent: async () => (await import('../agent/index.js')).AGENT_HELP,
+  certify: async () => (await import('./certify.js')).CERTIFY_HELP,
 };
 
 async function helpOf(command: string): Promise<string> {
@@ -69,6 +75,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   keygen: oneFileCommand('keygen', 'out', writePrivateKeyFile),
   pubkey: oneFileCommand('pubkey', 'key', async (file) => publicKeyHex(await readPrivateKeyFile(file))),
   agent: async (args) => (await import('../agent/index.js')).agentCommand(args),
+  certify: async (args) => (await import('./certify.js')).certifyCommand(args),
   load: async (args) => {
     try {
       return await (await import('../agent/load/cli.js')).loadCommand(args);
@@ -103,7 +110,9 @@ function oneFileCommand(command: string, option: string, print: (file: string) =
 }
 
 async function serveCommand(args: string[]): Promise<number> {
-  const { config: configPath } = options(args, ['config']);
+  // Set before any logger exists: the actor threads inherit the environment.
+  if (args.includes('--pretty')) process.env.UPDATER_LOG_PRETTY = '1';
+  const { config: configPath } = options(args.filter((a) => a !== '--pretty'), ['config']);
   if (!configPath) {
     process.stderr.write(`updater serve: --config FILE is required\n\n${await helpOf('serve')}`);
     return 2;

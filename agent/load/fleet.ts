@@ -71,7 +71,7 @@ export function heartbeatFields(device: Device): Record<string, unknown> {
   };
 }
 
-/** The update report a simulated device sends after its boot check (interface.md, UpdateReport). */
+/** The update report a simulated device sends after its boot check (docs/protocol.md, "Report"). */
 export function reportFields(device: Device, previousHash: string, newHash: string, success: boolean): Record<string, unknown> {
   return {
     device_id: device.id,

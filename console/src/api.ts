@@ -24,7 +24,7 @@ export function signOut(reason: SignOutReason): void {
 }
 
 /** One admin request with `token` (default: the stored one). */
-export async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown, token = storedToken()): Promise<T> {
+export async function request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, token = storedToken()): Promise<T> {
   if (!token) {
     signOut('refused');
     throw new ApiError(401, 'UNAUTHORIZED', 'not signed in');
@@ -61,6 +61,7 @@ export async function request<T>(method: 'GET' | 'POST', path: string, body?: un
 
 export const get = <T>(path: string) => request<T>('GET', path);
 export const post = <T>(path: string, body: unknown) => request<T>('POST', path, body);
+export const del = <T>(path: string) => request<T>('DELETE', path);
 
 /** A query string from the defined, non-empty values. */
 export function query(params: Record<string, string | number | null | undefined>): string {

@@ -1,8 +1,7 @@
 import { Counter } from 'prom-client';
 import type { FleetBatch, ReportRecord } from '../messages/fleet.js';
 import { HeartbeatPacker } from '../messages/fleet-batch.js';
-import type { HeartbeatRequest } from '../messages/manifester.js';
-import type { HeartbeatFields, UpdateReport } from '../shared/wire/validate.js';
+import type { Heartbeat, UpdateReport } from '../shared/wire/validate.js';
 import type { ActorContext } from './runtime.js';
 
 // What a front-end hands the fleet actor, after the device has its answer: records gathered
@@ -33,14 +32,14 @@ export class FleetFeed {
   /** `send` posts one batch; it throws or rejects when the fleet actor is not there. */
   constructor(private readonly send: ((batch: FleetBatch) => Promise<void> | void) | undefined) {}
 
-  /** An answered heartbeat whose fields `validateHeartbeat` accepted. */
-  heartbeat(fields: HeartbeatFields, request: HeartbeatRequest, transport: 'http' | 'coap', receivedAtMs: number): void {
+  /** An answered, validated heartbeat. */
+  heartbeat(heartbeat: Heartbeat, transport: 'http' | 'coap', receivedAtMs: number): void {
     if (!this.send) return;
     if (this.heartbeats.count + this.reports.length >= MAX_QUEUED) {
       this.lost++;
       return;
     }
-    if (this.heartbeats.add(fields, request, transport, receivedAtMs)) this.schedule();
+    if (this.heartbeats.add(heartbeat, transport, receivedAtMs)) this.schedule();
     else this.lost++;
   }
 

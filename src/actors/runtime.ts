@@ -4,14 +4,17 @@ import type { ActorName, ActorToSupervisor, ActorWorkerData, ControlApi, PeerNam
 import { PEER_DEADLINES_MS, type Peer, type PeerApis } from '../messages/peers.js';
 import type { Config } from '../shared/config/types.js';
 import { UpdaterError, serializeError } from '../shared/errors.js';
-import { createLogger, type Logger } from '../shared/logger.js';
+import { createLogger, isLogLevel, type Logger } from '../shared/logger.js';
+import { liveMemory } from '../shared/live-memory.js';
 import { exposeOn, releaseRemote, withDeadlines, wrapPort, type Remote } from '../shared/rpc.js';
 import { startGarbageCollector } from '../shared/garbage-collector.js';
 import { registerRuntimeMetrics } from '../shared/runtime-metrics.js';
 
 // The actor side of the supervisor protocol: receives its ports, exposes its API on every
 // port peers call it through, keeps one proxy per peer it calls (replaced when the supervisor
-// reconnects a restarted peer), and says Ready only once its async setup has finished.
+// reconnects a restarted peer), and says Ready only once its async setup has finished. The
+// control calls every actor answers the same way (metrics, log level, memory) are added here,
+// once; an actor's setup returns its own API and its drain.
 
 export interface ActorContext {
   readonly name: ActorName;
@@ -29,9 +32,13 @@ export interface ActorContext {
   onPeerConnected(listener: (peer: PeerName) => void): void;
 }
 
-export type ActorApi = ControlApi & object;
+/** The control calls runActor answers for every actor. */
+type RuntimeControl = 'metrics' | 'setLogLevel' | 'memory';
 
-export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) => Promise<Api>): Promise<void> {
+/** What an actor's setup returns: its API without the control calls runActor adds (drain stays the actor's). */
+export type OwnApi<Api extends ControlApi> = Omit<Api, RuntimeControl>;
+
+export async function runActor(setup: (ctx: ActorContext) => Promise<OwnApi<ControlApi> & object>): Promise<void> {
   if (!parentPort) throw new Error('an actor must run in a worker thread');
   // The worker loads its modules first; its ports and configuration arrive in `start`, sent once
   // its callees are ready. Nothing else is sent to an actor before it has said Ready.
@@ -41,7 +48,7 @@ export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) 
   const peers = new Map<PeerName, { remote: Remote<unknown>; peer: unknown }>();
   const listeners: ((peer: PeerName) => void)[] = [];
   const servePorts: MessagePort[] = [];
-  let api: Api | undefined;
+  let api: ControlApi | undefined;
 
   const connect = (peer: PeerName, link: MessagePort) => {
     const old = peers.get(peer);
@@ -91,7 +98,16 @@ export async function runActor<Api extends ActorApi>(setup: (ctx: ActorContext) 
 
   const post = (message: ActorToSupervisor) => port.postMessage(message);
   try {
-    api = await setup(ctx);
+    const own = await setup(ctx);
+    api = {
+      ...own,
+      metrics: async () => registry.getMetricsAsJSON(),
+      setLogLevel: (level) => {
+        if (!isLogLevel(level)) throw new UpdaterError('INVALID_FIELD', `unknown log level ${String(level)}`);
+        log.level = level;
+      },
+      memory: async () => liveMemory(),
+    } satisfies ControlApi;
   } catch (err) {
     log.fatal({ err }, 'actor setup failed');
     post({ type: 'fatal', error: serializeError(err) });

@@ -1,6 +1,5 @@
-import type { HeartbeatRequest } from './manifester.js';
 import type { HeartbeatRecord, PackedHeartbeats } from './fleet.js';
-import type { HeartbeatFields } from '../shared/wire/validate.js';
+import type { Heartbeat } from '../shared/wire/validate.js';
 
 // The fleet batch's heartbeat codec, both ends side by side: a front-end packs heartbeats as
 // they come (PackedHeartbeats: each distinct text once, and typed arrays of references and
@@ -14,8 +13,6 @@ const STRINGS = 6;
 const NUMBERS = 4;
 const TRANSPORTS = ['http', 'coap'] as const;
 
-const textOf = (v: unknown) => (typeof v === 'string' ? v : '');
-const countOf = (v: unknown) => (typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : 0);
 
 /** Heartbeats packed one after another, up to `capacity`. */
 export class HeartbeatPacker {
@@ -30,20 +27,19 @@ export class HeartbeatPacker {
     this.numbers = new Float64Array(capacity * NUMBERS);
   }
 
-  /** Packs a heartbeat whose fields `validateHeartbeat` accepted; false when full. */
-  add(fields: HeartbeatFields, request: HeartbeatRequest, transport: 'http' | 'coap', receivedAtMs: number): boolean {
+  /** Packs a validated heartbeat; false when full. */
+  add(heartbeat: Heartbeat, transport: 'http' | 'coap', receivedAtMs: number): boolean {
     if (this.count >= this.capacity) return false;
-    const hw = (typeof fields.hw_info === 'object' && fields.hw_info !== null ? fields.hw_info : {}) as Record<string, unknown>;
     const s = this.count * STRINGS;
-    this.refs[s] = this.ref(request.deviceId);
-    this.refs[s + 1] = this.ref(request.versionHash);
-    this.refs[s + 2] = this.ref(textOf(fields.version));
-    this.refs[s + 3] = this.ref(request.artifact);
-    this.refs[s + 4] = this.ref(textOf(hw.arch));
-    this.refs[s + 5] = this.ref(textOf(hw.os));
+    this.refs[s] = this.ref(heartbeat.deviceId);
+    this.refs[s + 1] = this.ref(heartbeat.versionHash);
+    this.refs[s + 2] = this.ref(heartbeat.version);
+    this.refs[s + 3] = this.ref(heartbeat.artifact);
+    this.refs[s + 4] = this.ref(heartbeat.hwArch);
+    this.refs[s + 5] = this.ref(heartbeat.hwOs);
     const n = this.count++ * NUMBERS;
-    this.numbers[n] = countOf(hw.free_ram);
-    this.numbers[n + 1] = countOf(hw.free_disk);
+    this.numbers[n] = heartbeat.hwFreeRam;
+    this.numbers[n + 1] = heartbeat.hwFreeDisk;
     this.numbers[n + 2] = receivedAtMs;
     this.numbers[n + 3] = transport === 'http' ? 0 : 1;
     return true;

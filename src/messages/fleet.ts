@@ -1,9 +1,11 @@
+import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceView, type FleetReportView, type FleetSummary, type ReportView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
 import type { AuthOutcome, AuthRequest } from '../shared/device-auth.js';
 import type { DeviceTrust } from '../shared/device-token.js';
+import { OPERATORS_DEADLINES_MS, type OperatorsApi } from './operators.js';
 
 // The fleet actor's API: the inventory write path (fed by both front-ends, after they have
-// answered), the admin reads of interface.md, and the rollout health counts.
+// answered), the admin reads (docs/fleet.md, "Reading it"), and the rollout health counts.
 
 /** One answered heartbeat, as a front-end hands it to the fleet actor. */
 export interface HeartbeatRecord {
@@ -52,33 +54,9 @@ export interface FleetBatch {
   readonly reports: readonly ReportRecord[];
 }
 
-/** A device as interface.md shows it. Times are Unix seconds. */
-export interface DeviceView {
-  device_id: string;
-  artifact: string;
-  version_hash: string;
-  version: string;
-  hw_info: { arch: string; os: string; free_ram: number; free_disk: number };
-  transport: string;
-  first_seen: number;
-  last_seen: number;
-  last_report: { success: boolean; new_hash: string; rollback_reason: string; at: number } | null;
-  /** Device identity (devices.auth); null for a device that never authenticated. Set by the fleet actor on every answer. */
-  auth_state?: DeviceAuthState | null;
-  public_key?: string | null;
-}
-
-export type DeviceAuthState = 'pending' | 'accepted' | 'rejected' | 'preauthorized';
-export const DEVICE_AUTH_STATES: readonly DeviceAuthState[] = ['pending', 'accepted', 'rejected', 'preauthorized'];
-
-export interface ReportView {
-  previous_hash: string;
-  new_hash: string;
-  success: boolean;
-  rollback_reason: string;
-  timestamp: number;
-  received_at: number;
-}
+/** The admin API's inventory answers (defined in admin-wire.ts, which the console imports). */
+export type { DeviceAuthState, DeviceView, FleetReportView, FleetSummary, ReportView };
+export { DEVICE_AUTH_STATES };
 
 /** `GET /admin/devices`, already validated by the front-end. */
 export interface DeviceQuery {
@@ -109,24 +87,10 @@ export interface ReportQuery {
   readonly limit: number;
 }
 
-/** A report with the device it came from and that device's track ('' for a device never seen by a heartbeat). */
-export interface FleetReportView extends ReportView {
-  device_id: string;
-  artifact: string;
-}
-
-/** `GET /admin/fleet` without its `rollout` field (the manifester's part). */
-export interface FleetSummary {
-  artifact: string;
-  devices: number;
-  versions: { version_hash: string; version: string; devices: number }[];
-  reports_24h: { success: number; failure: number };
-}
-
 export interface RolloutHealthQuery {
   readonly targetHash: string;
-  /** Unix seconds: only reports received at or after it count. */
-  readonly since: number;
+  /** Unix milliseconds: only reports received at or after it count. */
+  readonly sinceMs: number;
 }
 
 export interface RolloutHealth {
@@ -135,7 +99,7 @@ export interface RolloutHealth {
   failure: number;
 }
 
-export interface FleetApi extends ControlApi {
+export interface FleetApi extends ControlApi, OperatorsApi {
   /** Fire-and-forget from the front-ends: buffered, written by the next flush. */
   record(batch: FleetBatch): void;
   listDevices(query: DeviceQuery): Promise<DevicePage>;
@@ -173,6 +137,7 @@ export interface PreauthorizedDevice {
 
 export const FLEET_DEADLINES_MS = {
   ...CONTROL_DEADLINES_MS,
+  ...OPERATORS_DEADLINES_MS,
   /** Fire-and-forget from the front-ends; the deadline only bounds a lost message. */
   record: 5_000,
   listDevices: 10_000,

@@ -1,13 +1,43 @@
 import type { SerializedError } from '../shared/errors.js';
 import type { RolloutPlan } from '../shared/rollout-plan.js';
-import type { ManifestWire } from '../shared/wire/keys.js';
+import type { CertificateWire, ManifestWire } from '../shared/wire/keys.js';
 import type { HeartbeatRequest } from '../shared/wire/validate.js';
+import type { RolloutView, TrackListing, TrackView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
-/** What a front-end extracts from a validated heartbeat. */
 /** What a heartbeat asks, as the wire validator produces it (defined beside it, once). */
 export type { HeartbeatRequest };
+
+/**
+ * Heartbeats as they cross to the manifester: one array per field, heartbeat i at index i of
+ * each. Structured cloning writes every property name of every object again; three arrays of
+ * strings cost each thread a third of the objects' serialization (src/actors/heartbeat-batcher.ts).
+ */
+export interface HeartbeatBatch {
+  readonly deviceIds: readonly string[];
+  readonly versionHashes: readonly string[];
+  readonly artifacts: readonly string[];
+}
+
+/** How a front-end wants its answers: the JSON body (HTTP), or CBOR with the CoAP chunk fields (CoAP). */
+export type AnswerEncoding = 'json' | 'cbor';
+
+/** An answer body in each encoding. */
+export interface EncodedAnswer {
+  readonly json: string;
+  readonly cbor: Uint8Array;
+}
+
+/**
+ * The answers of a batch, in its order: each answer's body, encoded once per answer by the
+ * manifester and kept with it; where a decision raised an error (e.g. ARTIFACT_NOT_FOUND) the
+ * body is null and `errors` holds the error at that index.
+ */
+export interface HeartbeatAnswers<T> {
+  readonly bodies: readonly (T | null)[];
+  readonly errors: readonly { readonly at: number; readonly error: SerializedError }[];
+}
 
 /** ManifestResponse with the JSON keys of the device protocol (src/shared/wire/keys.ts). */
 export type Manifest = ManifestWire;
@@ -25,80 +55,32 @@ export interface TrackReferences {
   history: string[];
 }
 
-/** One answer of a batch: the answer, or the error the decision raised (e.g. ARTIFACT_NOT_FOUND). */
-export type HeartbeatOutcome<T = Manifest> = { readonly value: T } | { readonly error: SerializedError };
-
 export interface ManifesterApi extends ControlApi, TrackAdminApi {
   /**
-   * Several heartbeats in one message, answered in order. A front-end under load batches the
-   * heartbeats that arrived together: one cross-thread message costs more than a decision.
+   * Several heartbeats in one message, answered in order, for both front-ends: a front-end
+   * under load batches the heartbeats that arrived together (one cross-thread message costs
+   * more than a decision), and gets each answer already encoded for its transport. The
+   * manifester encodes an answer once and keeps the bytes with it, so the front-ends, the
+   * busiest threads, neither clone a manifest object nor encode one per heartbeat.
    */
-  heartbeats(requests: readonly HeartbeatRequest[]): Promise<HeartbeatOutcome[]>;
-  /**
-   * The same, each manifest already serialized as the JSON body of interface.md. The
-   * manifester serializes an answer once and keeps the text with it, so the HTTP front-end,
-   * the busiest thread, neither clones a manifest object nor stringifies one per heartbeat.
-   */
-  heartbeatsJson(requests: readonly HeartbeatRequest[]): Promise<HeartbeatOutcome<string>[]>;
+  heartbeats<E extends AnswerEncoding>(batch: HeartbeatBatch, encoding: E): Promise<HeartbeatAnswers<EncodedAnswer[E]>>;
   health(): Promise<HealthView>;
   references(): Promise<TrackReferences>;
   /** Called by the store-keeper for every change to the store index. */
   storeEvent(event: StoreEvent): Promise<void> | void;
+  /** The signing key's certificate (`signing.certificate_file`) for `GET /keys`; null when none is configured. */
+  signingCertificate(): Promise<CertificateWire | null>;
 }
 
-// ---- Track administration (spec 3.2, 4.2); the http front-end's admin routes call these. ----
+// ---- Track administration (docs/operations.md); the http front-end's admin routes call these. ----
 
-/** One track as `GET /admin/artifacts` lists it (interface.md), plus the path it came from. */
-export interface TrackView {
-  artifact: string;
-  name: string;
-  os: string;
-  arch: string;
-  version: string;
-  hash: string;
-  size: number;
-  source: 'config' | 'api';
-  /** Server-side path the track is published from, and watched. */
-  binary: string;
-  /** Superseded target hashes, newest first (delta sources). */
-  history: string[];
-  /** The track's staged rollout, or null when its target went to every device at once. */
-  rollout: RolloutView | null;
-}
-
-/** A staged rollout as the admin API shows it (interface.md, "Staged rollouts"). */
-export interface RolloutView {
-  target_hash: string;
-  target_version: string;
-  /** The last target of the track that reached 100 %; null when none did yet. */
-  stable_hash: string | null;
-  percent: number;
-  steps: number[];
-  /** Echoed as given. */
-  step_interval: string;
-  max_failure_rate: number;
-  min_reports: number;
-  state: 'running' | 'paused' | 'complete' | 'aborted';
-  paused_reason: 'failure_rate' | 'operator' | null;
-  /** Aborted with rollback: devices on the target are offered the stable target. */
-  rollback: boolean;
-  /** Boot-confirmed reports counted toward an automatic pause (since the start or the last resume). */
-  reports: { success: number; failure: number };
-  /** Unix seconds. */
-  started_at: number;
-  next_step_at: number | null;
-}
+/** The admin API's track answers (defined in admin-wire.ts, which the console imports). */
+export type { RolloutView, TrackListing, TrackView };
 
 /** `POST /admin/rollout`: an action, or a percent set by the operator. */
 export type RolloutCommand =
   | { readonly artifact: string; readonly action: 'pause' | 'resume' | 'abort' | 'complete'; readonly rollback: boolean }
   | { readonly artifact: string; readonly percent: number };
-
-export interface TrackListing {
-  /** The track that answers heartbeats naming no artifact; '' when there is none. */
-  default: string;
-  artifacts: TrackView[];
-}
 
 /** `POST /admin/artifacts`: the fields of a configuration entry; `binary` is an absolute path. */
 export interface PublishRequest {
@@ -143,11 +125,11 @@ export const MANIFESTER_DEADLINES_MS = {
   ...CONTROL_DEADLINES_MS,
   /** A heartbeat answer is on the device's critical path; anything slower is an outage. */
   heartbeats: 5_000,
-  heartbeatsJson: 5_000,
   health: 5_000,
   /** Asked by the retention sweeper, which is in no hurry. */
   references: 5 * 60_000,
   storeEvent: 2_000,
+  signingCertificate: 5_000,
   listTracks: 10_000,
   /** Publishing streams a whole binary into the store; a large image on a slow disk takes minutes. */
   publishTrack: 15 * 60_000,

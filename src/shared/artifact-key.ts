@@ -1,7 +1,7 @@
 import { UpdaterError } from './errors.js';
 
 // Track keys reach request paths, retention bookkeeping and log fields, so they are checked
-// at every boundary (configuration, admin API, heartbeat) with the same rules (spec 2.5).
+// at every boundary (configuration, admin API, heartbeat) with the same rules (docs/configuration.md, "Track keys").
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
 const PLATFORM_TOKEN = /^[a-z0-9]{1,32}$/;
 

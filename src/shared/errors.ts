@@ -52,6 +52,10 @@ export const ERRORS = {
   DEVICE_NOT_FOUND: { http: 404, coap: '4.04', message: 'no device with that id is in the inventory' },
   FLEET_DISABLED: { http: 404, coap: '4.04', message: 'the fleet inventory is turned off (fleet.enabled: false)' },
   DATABASE_UNREACHABLE: { http: 503, coap: '5.03', message: 'the database cannot be reached (the fleet inventory; in a cluster, every admin write)' },
+  // Operator tokens and roles (docs/operations.md).
+  FORBIDDEN: { http: 403, coap: '4.03', message: 'the token is valid but its role does not allow this call' },
+  TOKEN_NOT_FOUND: { http: 404, coap: '4.04', message: 'no operator token with that id' },
+  TOO_MANY_TOKENS: { http: 409, coap: '4.09', message: 'the number of stored operator tokens is at its cap' },
   CONFIG_INVALID: { http: 500, coap: '5.00', message: 'the configuration is invalid', internal: true },
   STATE_CORRUPT: { http: 500, coap: '5.00', message: 'the state file is corrupt', internal: true },
   STATE_WRITE_FAILED: { http: 500, coap: '5.00', message: 'the state file could not be written; the change was not applied', internal: true },
@@ -68,6 +72,7 @@ export const ERRORS = {
   AGENT_SLOT_DIR_INVALID: { http: 500, coap: '5.00', message: 'the slot directory is not provisioned as documented' },
   AGENT_DISK_FULL: { http: 507, coap: '5.00', message: 'no space left on the device' },
   AGENT_RESTART_FAILED: { http: 500, coap: '5.00', message: 'restart_command failed' },
+  RELEASE_REFUSED: { http: 502, coap: '5.02', message: 'the release statement of an answer does not verify, has expired, or is older than the running release' },
   // Device identity (devices.auth, docs/protocol.md "Device authentication").
   DEVICE_AUTH_FAILED: { http: 401, coap: '4.01', message: 'the auth request\'s signature does not verify, its timestamp is outside the clock window, or it is not newer than the device\'s last one' },
   DEVICE_NOT_ACCEPTED: { http: 403, coap: '4.03', message: 'the device is rejected, or unknown while enrollment is preauthorized' },
@@ -134,7 +139,7 @@ export function errorStatus(err: unknown): { code: ErrorCode; http: number; coap
   return { code: e.code, http: spec.http, coap: spec.coap, message };
 }
 
-/** JSON body of an HTTP error, as fixed by interface.md. */
+/** JSON body of an HTTP error, as docs/protocol.md, "Errors", fixes it. */
 export function errorBody(code: ErrorCode, message: string): string {
   return JSON.stringify({ error: { code, message } });
 }

@@ -19,3 +19,14 @@ export function refuseUnknownFields(body: Record<string, unknown>, known: readon
     if (!known.includes(key)) invalidField(key, `is not a known field (known: ${known.join(', ')})`);
   }
 }
+
+/** `store.delta_concurrency`, `artifacts[0].binary`. */
+export function keyPath(path: readonly PropertyKey[]): string {
+  return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join('') || '(top level)';
+}
+
+/** The first problem a zod decoder found, as `key.path message` (the message alone at the top). */
+export function firstProblem(issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[]): string {
+  const issue = issues[0]!;
+  return issue.path.length === 0 ? issue.message : `${keyPath(issue.path)} ${issue.message}`;
+}

@@ -1,7 +1,7 @@
 import { parseDuration } from './duration.js';
 import { UpdaterError } from './errors.js';
 
-// The `rollout` object of `POST /admin/artifacts` (interface.md, "Staged rollouts"), checked
+// The `rollout` object of `POST /admin/artifacts` (docs/rollouts.md, "Start a rollout"), checked
 // at the boundary. Every problem is INVALID_ROLLOUT (400) naming the field.
 
 /** The `rollout` object of a publish, validated. */

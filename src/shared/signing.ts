@@ -9,7 +9,7 @@ ed.hashes.sha512 = (message: Uint8Array) => new Uint8Array(createHash('sha512').
 /** The first line of key files written before keys were PKCS#8 PEM. */
 const LEGACY_KEY_FILE_HEADER = 'updater-ed25519-private-key';
 
-/** The signed message of interface.md: raw(target_hash) || raw(delta_hash), 64 bytes. */
+/** The signed message (docs/protocol.md, "Signature"): raw(target_hash) || raw(delta_hash), 64 bytes. */
 export function signedMessage(targetHash: string, transferHash: string): Uint8Array {
   return new Uint8Array(Buffer.concat([Buffer.from(targetHash, 'hex'), Buffer.from(transferHash, 'hex')]));
 }

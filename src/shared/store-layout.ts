@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 
-// File names of the content-addressed store (spec 2.6). Every name is derived from hashes
+// File names of the content-addressed store (docs/architecture.md, "Files"). Every name is derived from hashes
 // that were validated first, so no outside text ever becomes part of a path. The store-keeper
 // writes these names; the sweeper's policy reads them.
 

@@ -6,7 +6,7 @@ import { heartbeatUntilSigned } from '../helpers/http.js';
 import { startProxy } from '../helpers/proxy.js';
 import { startTestServer } from '../helpers/server.js';
 
-// The three checks of spec 3.4 and the download behaviour, against the real server with a
+// The three checks of the cycle (docs/agent.md, "The cycle") and the download behaviour, against the real server with a
 // proxy in between that plays the hostile network.
 
 const fixture = await makeFixture();

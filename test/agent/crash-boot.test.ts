@@ -16,7 +16,7 @@ async function installed(t: Test, device: Device): Promise<void> {
 
 const hasMarker = async (device: Device) => (await readdir(device.slotDir)).includes('.pending_update');
 
-for (const step of ['boot-before-health-check', 'boot-after-health-check']) {
+for (const step of ['boot-before-health-check', 'boot-after-health-check', 'boot-after-sequence-saved']) {
   t.test(`killed at ${step}: the next start confirms the update`, async (t) => {
     const device = await makeDevice(world.fixture, world.server.url, world.v1Bytes);
     await installed(t, device);
@@ -30,6 +30,7 @@ for (const step of ['boot-before-health-check', 'boot-after-health-check']) {
     t.ok(logged(next, 'update confirmed'));
     t.notOk(await hasMarker(device));
     t.same(await device.current(), { slot: 'slot-b', hash: world.v2Hash });
+    t.ok((await device.readState()).releaseSequence > 0, 'the release sequence of the new slot is recorded');
   });
 }
 

@@ -23,7 +23,10 @@ async function finishes(t: Test, device: Device, oldHash: string): Promise<void>
     const { hash } = await device.current();
     t.ok(hash === oldHash || hash === world.v2Hash, `after clean cycle ${cycle}, current holds the old or the new target`);
     const pending = (await readdir(device.slotDir)).includes('.pending_update');
-    if (hash === world.v2Hash && !pending) return;
+    if (hash === world.v2Hash && !pending) {
+      t.ok((await device.readState()).releaseSequence > 0, 'the release sequence was recorded with the swap');
+      return;
+    }
   }
   t.fail('the update did not finish within 4 cycles');
 }

@@ -5,6 +5,7 @@ import t from 'tap';
 import { publicKeyHex, readPrivateKeyFile, signedMessage, verifyManifest } from '../../src/shared/signing.js';
 import { makeFixture, randomHash } from '../helpers/fixture.js';
 import { runUpdater } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
 // The signing key is PKCS#8 PEM, read by tools nobody here wrote; keys in the earlier format
 // still load; `updater pubkey` prints the public key again.
@@ -15,7 +16,7 @@ function opensslPublicKey(path: string): string {
   return der.subarray(der.length - 32).toString('hex');
 }
 
-t.test('keygen writes PKCS#8 PEM that openssl and Python cryptography read; pubkey prints its public key', async (t) => {
+t.test('keygen writes PKCS#8 PEM that openssl and Python cryptography read; pubkey prints its public key', needs('openssl', 'python3-cryptography'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const keyPath = join(fixture.dir, 'signing.pem');
@@ -47,7 +48,7 @@ print(key.sign(bytes.fromhex(sys.argv[2])).hex())
   t.ok(verifyManifest(publicKey, target, transfer, pythonSignature!), 'a signature made by Python verifies');
 });
 
-t.test('keys from openssl and keys in the earlier hex format load too; anything else is refused by name', async (t) => {
+t.test('keys from openssl and keys in the earlier hex format load too; anything else is refused by name', needs('openssl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const opensslKey = join(fixture.dir, 'openssl.pem');

@@ -7,6 +7,7 @@ import { openBrowser, tabTo } from '../helpers/browser.js';
 import { ADMIN_TOKEN, firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { configDocument, REPO_ROOT, spawnServer, UPDATER_BIN, writeConfig } from '../helpers/server.js';
 import { childEnv } from '../helpers/node-options.js';
+import { needs } from '../helpers/system-tools.js';
 
 // The console as an operator uses it, in Debian's Chromium, against a real server whose
 // fleet is simulated by `updater load`: sign in, see the tracks, watch a rollout pause itself
@@ -21,7 +22,7 @@ import { childEnv } from '../helpers/node-options.js';
 const STEP_INTERVAL_S = 20;
 const WAIT_MS = 120_000;
 
-t.test('an operator follows a rollout through the console', async (t) => {
+t.test('an operator follows a rollout through the console', needs('chromium'), async (t) => {
   const fixture = await makeFixture('updater-console-');
   t.teardown(() => fixture.cleanup());
   const shots = process.env.UPDATER_CONSOLE_SCREENSHOTS ? resolve(REPO_ROOT, process.env.UPDATER_CONSOLE_SCREENSHOTS) : join(fixture.dir, 'shots');

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import engine from 'updater-delta-engine';
 import { checkPair, edgePairs, randomPair } from '../helpers/delta-fuzz.js';
+import { needs } from '../helpers/system-tools.js';
 
 // Every patch of the native engine is applied by the stock `bspatch` and compared. A bounded
 // run here; a longer campaign by hand with DELTA_FUZZ_ROUNDS (and DELTA_FUZZ_SEED).
@@ -19,7 +20,7 @@ t.test('the suffix array equals a naive sort on random strings', async (t) => {
   t.same(JSON.parse(stdout), { checked: 2000 });
 });
 
-t.test('edge cases: stock bspatch rebuilds every target', async (t) => {
+t.test('edge cases: stock bspatch rebuilds every target', needs('bspatch'), async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'updater-fuzz-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   for (const pair of edgePairs()) {
@@ -28,7 +29,7 @@ t.test('edge cases: stock bspatch rebuilds every target', async (t) => {
   }
 });
 
-t.test(`${ROUNDS} random and mutated pairs: stock bspatch rebuilds every target`, async (t) => {
+t.test(`${ROUNDS} random and mutated pairs: stock bspatch rebuilds every target`, needs('bspatch'), async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'updater-fuzz-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   let checked = 0;

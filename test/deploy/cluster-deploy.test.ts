@@ -7,13 +7,14 @@ import { validateConfig } from '../../src/shared/config/load.js';
 import { NGINX } from '../helpers/cluster.js';
 import { makeFixture } from '../helpers/fixture.js';
 import { REPO_ROOT } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
 // The cluster examples of deploy/ are what docs/scaling.md tells operators to install: each
 // is checked by the tool that will read it.
 
 const deploy = join(REPO_ROOT, 'deploy');
 
-t.test('deploy/nginx-cluster.conf passes nginx -t (HTTP and the UDP stream for CoAP)', async (t) => {
+t.test('deploy/nginx-cluster.conf passes nginx -t (HTTP and the UDP stream for CoAP)', needs('nginx', 'nginx-stream'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   // The same file with its pid and log paths moved into a temp prefix.
@@ -28,7 +29,7 @@ t.test('deploy/nginx-cluster.conf passes nginx -t (HTTP and the UDP stream for C
   t.match(check.stderr, /syntax is ok/);
 });
 
-t.test('deploy/updater@.service passes systemd-analyze verify', async (t) => {
+t.test('deploy/updater@.service passes systemd-analyze verify', needs('systemd-analyze'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   await mkdir(join(fixture.dir, 'units'));

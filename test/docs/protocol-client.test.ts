@@ -7,6 +7,7 @@ import t, { type Test } from 'tap';
 import { CoapClient, freeUdpPort } from '../helpers/coap.js';
 import { firmware, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { REPO_ROOT, startTestServer } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
 // A device client written from docs/protocol.md alone: the keys come from the doc's tables,
 // the signed bytes, Block2 values and file formats from its text, and it uses no module of
@@ -58,7 +59,7 @@ async function rebuild(dir: string, transfer: Buffer, runningPath: string, name:
   return readFile(join(dir, `${name}.bin`));
 }
 
-t.test('a client written only from docs/protocol.md updates a device over HTTP and CoAP', async (t) => {
+t.test('a client written only from docs/protocol.md updates a device over HTTP and CoAP', needs('zstd', 'bspatch'), async (t) => {
   const doc = await readFile(join(REPO_ROOT, 'docs', 'protocol.md'), 'utf8');
   const keys = {
     heartbeat: keyTable(doc, 'Heartbeat'),

@@ -6,6 +6,7 @@ import t from 'tap';
 import { HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS } from '../../src/shared/wire/keys.js';
 import { REPO_ROOT } from '../helpers/server.js';
 import { protocolExamples } from './protocol-examples.js';
+import { needs } from '../helpers/system-tools.js';
 
 // docs/protocol.md is the wire reference device makers write clients from: its key tables
 // must be the code's, its example bytes what the code produces, and no document may send a
@@ -21,7 +22,7 @@ t.test('the example bytes are what the server\'s encoders and signer produce', a
   }
 });
 
-t.test('the signature example verifies with the OpenSSL recipe the doc gives', async (t) => {
+t.test('the signature example verifies with the OpenSSL recipe the doc gives', needs('openssl'), async (t) => {
   const doc = await readDoc('docs/protocol.md');
   const field = (name: string) => new RegExp(`^${name}\\s+([0-9a-f]+)$`, 'm').exec(doc)?.[1] ?? '';
   const prefix = /DER prefix `([0-9a-f]+)`/.exec(doc)?.[1] ?? '';

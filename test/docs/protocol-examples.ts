@@ -9,6 +9,9 @@ import { publicKeyHex, signedMessage } from '../../src/shared/signing.js';
 import { authMessage, signAuthRequest } from '../../src/shared/device-auth.js';
 import { mintDeviceToken } from '../../src/shared/device-token.js';
 import { encodeAuthAnswer, encodeAuthRequest } from '../../src/shared/wire/cbor.js';
+import { signStatement, statementBytes } from '../../src/shared/release/statement.js';
+import { encodeCertificate } from '../../src/shared/wire/cbor.js';
+import { signCertificate } from '../../src/shared/release/certificate.js';
 
 // The example bytes of docs/protocol.md, produced by the server's own encoders and signer
 // from fixed inputs. protocol-doc.test.ts checks that every value below appears in the doc;
@@ -52,6 +55,12 @@ export function protocolExamples(): Record<string, string> {
     delta_hash: sha256('app 1.1.0 compressed'), total_chunks: Math.ceil(402112 / 65536),
   } as Manifest);
   delete (full as Partial<Manifest>).delta_endpoint;
+  // A release statement for the delta answer above, and the certificate of its key by a root.
+  const subject = { artifact: 'app/linux/arm64', target_hash: target, target_version: '1.1.0' };
+  const release = signStatement(seed, subject, 1767225000, 1767225600, 86_400);
+  const released: Manifest = { ...coapManifest, release };
+  const root = new Uint8Array(32).fill(0x42);
+  const certificate = signCertificate(root, { public_key: publicKeyHex(seed), not_before: 1767225600, not_after: 1767225600 + 365 * 86_400, serial: 2 });
   const report = { device_id: 'dev-0001', previous_hash: running, new_hash: target, success: true, rollback_reason: '', timestamp: 1767225720 };
   return {
     public_key: publicKeyHex(seed),
@@ -81,6 +90,12 @@ export function protocolExamples(): Record<string, string> {
     block2_ask_5_1024: encodeBlockOption(5, false, 1024).toString('hex'),
     block2_ask_300_512: encodeBlockOption(300, false, 512).toString('hex'),
     ...authExamples(),
+    release_signed_string_hex: Buffer.from(statementBytes(subject, release.sequence, release.issued_at, release.expires_at)).toString('hex'),
+    release_json: JSON.stringify(release),
+    released_manifest_cbor: encodeManifest(released).toString('hex'),
+    root_public_key: publicKeyHex(root),
+    certificate_json: JSON.stringify(certificate),
+    certificate_cbor: encodeCertificate(certificate).toString('hex'),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { FAULT_ENV } from '../../agent/fault.js';
@@ -144,4 +144,13 @@ async function warmUpToken(url: string): Promise<string> {
   const device = new TestDevice('device-0001');
   if ((await authHttp(url, device.request())).status === 202) await adminCall(url, 'POST', '/admin/devices/device-0001/accept');
   return tokenHttp(url, device);
+}
+
+/** Runs clean `--once` cycles (each must exit 0) until the device runs `hash` with its update confirmed. */
+export async function runUntilRunning(t: Test, device: Device, hash: string, what: string, cycles = 6): Promise<void> {
+  for (let cycle = 1; cycle <= cycles; cycle++) {
+    expectExit(t, await device.runOnce(), 0, `${what}: cycle ${cycle} exits 0`);
+    if ((await device.current()).hash === hash && !(await readdir(device.slotDir)).includes('.pending_update')) return;
+  }
+  t.fail(`${what}: the device did not reach ${hash}`);
 }

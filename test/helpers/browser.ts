@@ -3,11 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { toolPath } from './system-tool-list.js';
 
 // Debian's Chromium driven by playwright-core, as an operator's browser: headless, a fresh
 // profile per test, no network beyond what the page asks for (the test server on loopback).
 
-export const CHROMIUM = process.env.UPDATER_TEST_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM = toolPath('chromium') ?? '/usr/bin/chromium';
 
 const FLAGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',

@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { createTestDatabase } from './databases.js';
 import { freePort, makeFixture, type Fixture } from './fixture.js';
 import { configDocument, spawnServer, writeConfig, type ArtifactEntry, type ServerProcess } from './server.js';
+import { toolPath } from './system-tool-list.js';
 
 // A cluster on loopback for tests (docs/scaling.md): a PostgreSQL database of its own (behind
 // a TCP relay the test can cut, to play a lost database), N `updater serve` processes sharing
 // one store directory, and Debian's nginx in front of them, run as a child process of the test
 // with its own prefix and a free port. Everything is ended by PID when the test ends.
 
-export const NGINX = process.env.UPDATER_TEST_NGINX ?? '/usr/sbin/nginx';
+export const NGINX = toolPath('nginx') ?? '/usr/sbin/nginx';
 
 /** What ends the processes: a tap test, or the cluster bench's own list. */
 export interface Owner {

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type OutgoingMessage, type Server }
 import { encodeManifest, heartbeatFields, reportFields } from '../../src/shared/wire/cbor.js';
 
 // A CoAP front on 127.0.0.1 for agent tests, translating to the real server's HTTP API:
-// CBOR bodies with the integer keys of interface.md, Block2 downloads served by node-coap's
+// CBOR bodies with the integer keys of docs/protocol.md ("Encodings"), Block2 downloads served by node-coap's
 // own server-side segmentation. It stands in for the server's CoAP front-end so the agent's
 // CoAP transport is exercised over real UDP.
 

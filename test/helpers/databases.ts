@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,13 +7,25 @@ import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { openDatabase } from '../../src/shared/database/connect.js';
 import type { Database, Engine } from '../../src/shared/database/schema.js';
+import { currentRunDir, POSTGRES_FILE, type RunPostgres } from './test-run.js';
 
 // Every database test runs on both engines: an SQLite file in the test's directory, and a
-// PostgreSQL database of its own (created here, dropped at the end). The server is the
-// machine's PostgreSQL 15, reached as the `updater` role (.ci/run creates it); UPDATER_TEST_PG
-// points elsewhere.
+// PostgreSQL database of its own (created here, dropped at the end), reached as the `updater`
+// role (password `updater`, CREATEDB, pg_signal_backend). The server is UPDATER_TEST_PG when
+// set; else, under tap, the run's own PostgreSQL 15 from npm (run-before.ts starts it);
+// else (a test file or a bench run by hand) the machine's, on 127.0.0.1:5432.
 
-export const TEST_PG_URL = process.env.UPDATER_TEST_PG ?? 'postgres://updater:updater@127.0.0.1:5432/postgres';
+function runPostgresUrl(): string | undefined {
+  const dir = currentRunDir();
+  if (dir === undefined) return undefined;
+  try {
+    return (JSON.parse(readFileSync(join(dir, POSTGRES_FILE), 'utf8')) as RunPostgres).url;
+  } catch {
+    return undefined;
+  }
+}
+
+export const TEST_PG_URL = process.env.UPDATER_TEST_PG || runPostgresUrl() || 'postgres://updater:updater@127.0.0.1:5432/postgres';
 
 export interface TestDatabase {
   readonly engine: Engine;

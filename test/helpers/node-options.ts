@@ -9,8 +9,12 @@ const fromTap = (arg: string) => arg.includes('@tapjs/');
 /** This process's Node options without tap's loaders, for the actor threads of an in-process server. */
 export const ACTOR_EXEC_ARGV: readonly string[] = process.execArgv.filter((arg) => !fromTap(arg));
 
-/** The environment of a child process: this one's, with tap's loaders left out of NODE_OPTIONS. */
+/**
+ * The environment of a child process: this one's, with tap's loaders left out of NODE_OPTIONS,
+ * and without a UPDATER_LOG_PRETTY of the person running the tests (they read JSON lines).
+ */
 export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const nodeOptions = (process.env.NODE_OPTIONS ?? '').split(/\s+/).filter((arg) => arg !== '' && !fromTap(arg)).join(' ');
-  return { ...process.env, NODE_OPTIONS: nodeOptions, ...extra };
+  const { UPDATER_LOG_PRETTY: _mine, ...env } = process.env;
+  return { ...env, NODE_OPTIONS: nodeOptions, ...extra };
 }

@@ -7,6 +7,7 @@ import { startCluster, startNginx, type Cluster } from '../helpers/cluster.js';
 import { firmware, nextVersion, sha256Hex } from '../helpers/fixture.js';
 import { getBytes, heartbeat, heartbeatUntilSigned, metricValue } from '../helpers/http.js';
 import { runUpdater } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
 // Faults of a cluster (docs/scaling.md): a replica killed under load, a replica killed in the
 // middle of a delta generation, the database lost under load. Loads are small and bounded.
@@ -29,7 +30,7 @@ const realErrors = (errors: Record<string, number>) => Object.entries(errors).fi
 // Three replica starts per test and bounded loads: more than tap's 180 s on a loaded machine.
 t.setTimeout(600_000);
 
-t.test('kill -9 of a replica under load through nginx: every device still updates', async (t) => {
+t.test('kill -9 of a replica under load through nginx: every device still updates', needs('nginx'), async (t) => {
   const cluster = await startCluster(t, 3);
   const { v1 } = await publishPair(cluster, 50_000, 'k9load');
   // The delta exists before the load starts, so devices download from any replica.
@@ -60,7 +61,7 @@ t.test('kill -9 of a replica under load through nginx: every device still update
   t.ok(errors <= inFlightOnVictim, `the ${errors} errors are at most the ${inFlightOnVictim} requests in flight on the killed replica`);
 });
 
-t.test('a replica killed in the middle of a generation: no partial file, another takes the job over', async (t) => {
+t.test('a replica killed in the middle of a generation: no partial file, another takes the job over', needs('zstd', 'bspatch'), async (t) => {
   const cluster = await startCluster(t, 2);
   // Large enough that the diff runs for a while on this machine.
   const { v1, v2 } = await publishPair(cluster, 12_000_000, 'k9gen');

@@ -6,9 +6,9 @@ import { manifestOf, startCoapTestServer, type CoapClient } from '../helpers/coa
 import { firmware, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';
 import { heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
 
-// Every row of the decision table (spec 3.1), asked over HTTP and over CoAP of one server:
+// Every row of the decision table (docs/protocol.md, "What a manifest means"), asked over HTTP and over CoAP of one server:
 // the same decision, the same values, the same signature. The only field that differs by
-// transport is the chunk (interface.md: a Range length over HTTP, a Block2 size over CoAP).
+// transport is the chunk (docs/protocol.md: a Range length over HTTP, a Block2 size over CoAP).
 
 function expectedOverCoap(http: Record<string, any>): Record<string, unknown> {
   const chunk = coapChunkSize(http.chunk_size);

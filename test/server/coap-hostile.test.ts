@@ -2,7 +2,7 @@ import t from 'tap';
 import { OBSERVE_POST, coapPing, garbageDatagram, hostileCborBodies } from '../../agent/load/hostile.js';
 import { encodeHeartbeat } from '../../src/shared/wire/cbor.js';
 import { MAX_DEVICE_BODY_BYTES } from '../../src/shared/wire/validate.js';
-import { CoapClient, heartbeatCbor, requestDatagram, startCoapTestServer } from '../helpers/coap.js';
+import { blockOption, CoapClient, heartbeatCbor, requestDatagram, startCoapTestServer } from '../helpers/coap.js';
 import { firmware, makeFixture } from '../helpers/fixture.js';
 import { getBytes, metricValue } from '../helpers/http.js';
 
@@ -86,6 +86,42 @@ t.test('hostile input over CoAP', async (t) => {
     const answer = prober.received[before];
     t.match(answer?.code, /^4\./, 'a client mistake is 4.xx');
     t.ok(answer && answer.raw.length <= 3 * 5, `answered in ${answer?.raw.length} bytes`);
+  });
+
+  await t.test('critical options 2049 and 2053 are 4.02, decided by number (RFC 7252 §5.4.1)', async (t) => {
+    for (const number of ['2049', '2053']) {
+      const token = Buffer.from(`c2${number}`, 'hex');
+      const get = requestDatagram({ method: 'GET', path: `/binary/${v2.hash}`, block2: blockOption(0, 64), token, extraOptions: [{ name: number, value: Buffer.from([1]) }] });
+      const refused = await s.client.exchange(get, token);
+      t.equal(refused.code, '4.02', `a GET with Block2 and option ${number}`);
+      t.match(refused.payload.toString(), /^UNSUPPORTED_CRITICAL_OPTION/);
+      const post = requestDatagram({ method: 'POST', path: '/heartbeat', payload: heartbeatCbor(v2.hash), contentFormat: 60, token, extraOptions: [{ name: number, value: Buffer.from([1]) }] });
+      t.equal((await s.client.exchange(post, token)).code, '4.02', `a heartbeat with option ${number}`);
+    }
+  });
+
+  await t.test('a payload marker with no payload and a truncated option are malformed: a Reset or nothing, never 4.04', async (t) => {
+    const prober = new CoapClient(s.coapPort);
+    t.teardown(() => prober.close());
+    const before = metricValue(await metrics(), 'updater_coap_datagrams_dropped_total', { reason: 'malformed' });
+    const get = (messageId: number, confirmable = true) => requestDatagram({ method: 'GET', path: `/binary/${v2.hash}`, messageId, confirmable, token: Buffer.from([7, messageId & 0xff]) });
+    const malformed: [string, Buffer, boolean][] = [
+      ['a payload marker with no payload', Buffer.concat([get(0x5101), Buffer.from([0xff])]), true],
+      // Another Uri-Path (delta 0) declaring 5 bytes of value, with 2 left.
+      ['a truncated option', Buffer.concat([get(0x5102), Buffer.from([0x05, 0x61, 0x62])]), true],
+      ['a non-confirmable payload marker with no payload', Buffer.concat([get(0x5103, false), Buffer.from([0xff])]), false],
+    ];
+    for (const [, datagram] of malformed) await prober.sendRaw(datagram);
+    // Then a good request on the same socket: once it is answered, the malformed ones were handled.
+    const token = Buffer.from('e0e0', 'hex');
+    await prober.exchange(requestDatagram({ method: 'GET', path: `/binary/${v2.hash}`, block2: blockOption(0, 64), token }), token);
+    const resets = prober.received.filter((r) => r.packet.reset).map((r) => r.packet.messageId);
+    t.same(resets.sort(), [0x5101, 0x5102], 'each confirmable one got a bare Reset with its message id');
+    t.ok(prober.received.filter((r) => r.packet.reset).every((r) => r.raw.length === 4), 'of 4 bytes');
+    const answered = prober.received.filter((r) => r.code !== '0.00' && !r.packet.token.equals(token));
+    t.same(answered.map((r) => r.code), [], 'and no response at all to them (no 4.04)');
+    const after = metricValue(await metrics(), 'updater_coap_datagrams_dropped_total', { reason: 'malformed' });
+    t.equal(after - before, 3, 'counted as malformed');
   });
 
   await t.test('a retransmitted confirmable request is answered from the duplicate cache, not processed twice', async (t) => {

@@ -5,8 +5,9 @@ import t from 'tap';
 import { firmware, freePort, makeFixture, nextVersion, sha256Hex } from '../helpers/fixture.js';
 import { getBytes, heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
 import { configDocument, spawnServer, writeConfig } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
-t.test('kill -9 during a delta generation leaves no file that is ever served', async (t) => {
+t.test('kill -9 during a delta generation leaves no file that is ever served', needs('zstd', 'bspatch'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   // Large enough that bsdiff runs for a while on this machine.

@@ -6,9 +6,10 @@ import { verifyManifest } from '../../src/shared/signing.js';
 import { firmware, makeFixture, nextVersion, sha256Hex } from '../helpers/fixture.js';
 import { getBytes, heartbeatUntilSigned } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
 // A device on v1 asks for app; the server holds v1 because another track ships it.
-t.test('a device on v1 gets a signed delta that stock zstd and bspatch turn into v2', async (t) => {
+t.test('a device on v1 gets a signed delta that stock zstd and bspatch turn into v2', needs('zstd', 'bspatch'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const v1 = await fixture.writeBinary('v1.bin', firmware(2_000_000, 'v1'));
@@ -78,7 +79,7 @@ t.test('Range requests resume a download; an unsatisfiable range is 416', async 
   t.equal(JSON.parse(beyond.body.toString()).error.code, 'INVALID_RANGE');
 });
 
-t.test('full mode: the compressed target rebuilds with stock zstd', async (t) => {
+t.test('full mode: the compressed target rebuilds with stock zstd', needs('zstd'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const v2 = await fixture.writeBinary('v2.bin', firmware(500_000, 'f2'));

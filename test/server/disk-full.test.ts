@@ -6,6 +6,7 @@ import { firmware, freePort, makeFixture, nextVersion, randomHash, sha256Hex } f
 import { getBytes, heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
 import { configDocument, spawnServer, writeConfig, type ServerProcess } from '../helpers/server.js';
 import { storeMismatches } from '../helpers/store-check.js';
+import { needs } from '../helpers/system-tools.js';
 import { canMount, mountSmallDisk } from '../helpers/tmpfs.js';
 
 // The store on a 12 MB tmpfs, driven into ENOSPC by publishes, full-file compression and
@@ -14,7 +15,7 @@ import { canMount, mountSmallDisk } from '../helpers/tmpfs.js';
 
 const health = async (url: string) => (await fetch(`${url}/health`)).json() as Promise<{ status: string; store: string }>;
 
-t.test('a store driven into ENOSPC never holds a short file and keeps serving', { skip: !canMount && 'needs root to mount a tmpfs' }, async (t) => {
+t.test('a store driven into ENOSPC never holds a short file and keeps serving', canMount ? needs('zstd', 'bspatch') : { skip: 'needs root to mount a tmpfs' }, async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const disk = await mountSmallDisk(t, join(fixture.dir, 'disk'));

@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import t from 'tap';
 import { ADMIN_TOKEN, firmware, freePort, makeFixture } from '../helpers/fixture.js';
 import { rawExchange } from '../helpers/raw-http.js';
 import { REPO_ROOT, startTestServer } from '../helpers/server.js';
+import { needs, toolPath } from '../helpers/system-tools.js';
 
 // The nginx configuration of docs/operations.md ("HTTP framing and a proxy in front"), run as
 // written there with only its two addresses replaced: every request that uWS 20.30 leaves
@@ -35,7 +35,7 @@ async function waitForPort(port: number, deadlineMs = 30_000): Promise<void> {
   }
 }
 
-t.test('behind the documented nginx configuration, every framing case is answered', async (t) => {
+t.test('behind the documented nginx configuration, every framing case is answered', needs('nginx'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const app = await fixture.writeBinary('app.bin', firmware(10_000, 'framing-proxy'));
@@ -63,7 +63,7 @@ t.test('behind the documented nginx configuration, every framing case is answere
     '}',
   ].join('\n'));
   // Debian puts nginx in /usr/sbin, which a non-root PATH may lack.
-  const nginx = spawn(existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const nginx = spawn(toolPath('nginx') ?? 'nginx', ['-p', prefix, '-c', join(prefix, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let nginxErr = '';
   nginx.stderr.on('data', (d) => (nginxErr += d));
   const nginxExited = new Promise((resolve) => nginx.once('exit', resolve));

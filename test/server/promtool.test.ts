@@ -3,11 +3,10 @@ import t from 'tap';
 import { firmware, makeFixture, sha256Hex } from '../helpers/fixture.js';
 import { getBytes, heartbeatUntilSigned } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
 // Prometheus' own linter reads the /metrics page after some traffic (.ci/run installs it).
-const promtool = spawnSync('promtool', ['--version']).status === 0;
-
-t.test('the /metrics page passes promtool check metrics', { skip: promtool ? false : 'promtool is not installed (Debian package prometheus)' }, async (t) => {
+t.test('the /metrics page passes promtool check metrics', needs('promtool'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const v2 = await fixture.writeBinary('v2.bin', firmware(50_000, 'prom'));

@@ -8,6 +8,7 @@ import { adminCall, eventually } from '../helpers/admin.js';
 import { firmware, makeFixture, nextVersion, randomHash, type Fixture } from '../helpers/fixture.js';
 import { heartbeat, heartbeatUntilSigned, metricValue } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
 // Spec 3.3 on a real store directory, with file ages set by hand.
 
@@ -123,7 +124,7 @@ t.test('a sweep while a download of the same file is in flight completes the dow
   t.equal(hasher.digest('hex'), manifest.delta_hash, 'and they hash to delta_hash');
 });
 
-t.test('the first automatic sweep comes one interval after start, never at boot', async (t) => {
+t.test('the first automatic sweep comes one interval after start, never at boot', needs('bsdiff', 'zstd'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const [v1] = await versions(fixture, 1, 10_000, 'sched');

@@ -8,7 +8,7 @@ import { firmware, makeFixture, nextVersion, randomHash } from '../helpers/fixtu
 import { getBytes, metricValue } from '../helpers/http.js';
 import { cohortIds, deviceHeartbeat } from '../helpers/rollout.js';
 
-// Staged rollouts through the admin API (interface.md, "Staged rollouts"): the cohort decides
+// Staged rollouts through the admin API (docs/rollouts.md): the cohort decides
 // before rows 2-7, the stable target answers everyone else, the operator's commands and the
 // states that refuse them, over HTTP and CoAP alike.
 

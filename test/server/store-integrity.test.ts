@@ -7,6 +7,7 @@ import { getBytes, heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
 import { configDocument, spawnServer, writeConfig, type ServerProcess } from '../helpers/server.js';
 import { storeMismatches } from '../helpers/store-check.js';
 import { canMount, mountSmallDisk } from '../helpers/tmpfs.js';
+import { needs } from '../helpers/system-tools.js';
 
 const health = async (url: string) => (await fetch(`${url}/health`)).json() as Promise<{ status: string; store: string }>;
 
@@ -16,7 +17,7 @@ async function stop(server: ServerProcess | undefined): Promise<void> {
   await server.exited;
 }
 
-t.test('files cut short under their final names are moved aside at start, never served or signed', async (t) => {
+t.test('files cut short under their final names are moved aside at start, never served or signed', needs('zstd', 'bspatch'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const v2 = await fixture.writeBinary('v2.bin', firmware(1_500_000, 'si-v2'));

@@ -9,6 +9,7 @@ import { ADMIN_TOKEN, firmware, freePort, makeFixture, nextVersion } from '../he
 import { heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
 import { configDocument, runUpdater, startTestServer, writeConfig } from '../helpers/server.js';
 import { makeTestPki } from '../helpers/tls.js';
+import { needs } from '../helpers/system-tools.js';
 
 // HTTPS for devices, the admin API on a listener of its own, and the agent verifying the
 // server's certificate. Certificates come from the openssl command line; the HTTPS client
@@ -16,7 +17,7 @@ import { makeTestPki } from '../helpers/tls.js';
 
 const run = promisify(execFile);
 
-t.test('HTTPS, a separate admin listener and a verifying agent', async (t) => {
+t.test('HTTPS, a separate admin listener and a verifying agent', needs('openssl', 'curl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const pki = await makeTestPki(fixture.dir);
@@ -90,7 +91,7 @@ t.test('HTTPS, a separate admin listener and a verifying agent', async (t) => {
   });
 });
 
-t.test('a taken port for any listener stops the start with a non-zero exit', async (t) => {
+t.test('a taken port for any listener stops the start with a non-zero exit', needs('openssl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const pki = await makeTestPki(fixture.dir);
@@ -114,7 +115,7 @@ t.test('a taken port for any listener stops the start with a non-zero exit', asy
   }
 });
 
-t.test('without listen.admin the admin API is served on the HTTPS listener too', async (t) => {
+t.test('without listen.admin the admin API is served on the HTTPS listener too', needs('openssl', 'curl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const pki = await makeTestPki(fixture.dir);

@@ -6,13 +6,14 @@ import t from 'tap';
 import { firmware, makeFixture, sha256Hex } from '../helpers/fixture.js';
 import { heartbeatUntilSigned } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
+import { needs } from '../helpers/system-tools.js';
 
 const run = promisify(execFile);
 
 // A client that is not our agent (curl) asks for a large full-mode file in one GET. The file
 // sits in the hot cache (shared memory), the path that once wrote chunk after chunk without
 // letting the socket drain and left downloads hanging mid-body.
-t.test('curl downloads a 24 MiB hot-cache file whole, again and again', async (t) => {
+t.test('curl downloads a 24 MiB hot-cache file whole, again and again', needs('curl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   // Random bytes stay ~24 MiB after zstd, so the whole body is large on the wire.

@@ -8,13 +8,23 @@ import { EnrollmentView } from './enrollment.js';
 import { FailuresView } from './failures.js';
 import { TrackView } from './track.js';
 import { TracksView } from './tracks.js';
+import { AuditView } from './audit.js';
+import { TokensView } from './tokens.js';
+import { can, identity } from '../identity.js';
 
 const SECTIONS = [
   { id: 'tracks', label: 'Tracks' },
   { id: 'devices', label: 'Devices' },
   { id: 'failures', label: 'Failures' },
   { id: 'enrollment', label: 'Enrollment' },
+  { id: 'tokens', label: 'Tokens', needs: '/admin/tokens' },
+  { id: 'audit', label: 'Audit', needs: '/admin/audit' },
 ] as const;
+
+/** The sections the signed-in role may read: a section whose list it may not GET is not shown. */
+function allowedSections() {
+  return SECTIONS.filter((s) => !('needs' in s) || can('GET', s.needs));
+}
 
 /** The frame around every view: skip link, navigation, sign out, and the routed view. */
 export function Layout() {
@@ -39,6 +49,8 @@ export function Layout() {
   else if (section === 'devices') view = html`<${DevicesView} params=${route.params} />`;
   else if (section === 'failures') view = html`<${FailuresView} />`;
   else if (section === 'enrollment') view = html`<${EnrollmentView} />`;
+  else if (section === 'tokens' && can('GET', '/admin/tokens')) view = html`<${TokensView} />`;
+  else if (section === 'audit' && can('GET', '/admin/audit')) view = html`<${AuditView} />`;
   else view = html`<${TracksView} />`;
 
   return html`
@@ -47,9 +59,10 @@ export function Layout() {
       <span class="brand">updater</span>
       <nav aria-label="Sections">
         <ul>
-          ${SECTIONS.map((s) => html`<li><a href=${href([s.id])} aria-current=${section === s.id ? 'page' : undefined}>${s.label}</a></li>`)}
+          ${allowedSections().map((s) => html`<li><a href=${href([s.id])} aria-current=${section === s.id ? 'page' : undefined}>${s.label}</a></li>`)}
         </ul>
       </nav>
+      <span class="who" data-testid="signed-in-as">${identity()?.token_name} <span class="badge">${identity()?.role}</span></span>
       <button type="button" class="sign-out" onClick=${() => signOut('operator')}>Sign out</button>
     </header>
     <main id="main" ref=${main}>${view}</main>`;

@@ -4,6 +4,7 @@ import { ApiError, post } from '../api.js';
 import { absoluteTime, percent, relativeTime } from '../format.js';
 import type { Rollout } from '../types.js';
 import { Hash } from './common.js';
+import { can } from '../identity.js';
 
 export function RolloutBadge({ rollout }: { rollout: Rollout }) {
   return html`<span class=${`badge state-${rollout.state}`}>${rollout.state} · ${rollout.percent} %</span>`;
@@ -45,7 +46,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
   const rate = failureRate(rollout);
   const live = rollout.state === 'running' || rollout.state === 'paused';
   const threshold = rollout.max_failure_rate;
-  const over = rate !== undefined && threshold !== undefined && rate > threshold;
+  const over = rate !== undefined && rate > threshold;
 
   const setPercent = (event: Event) => {
     event.preventDefault();
@@ -79,13 +80,13 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
         </dd></div>
         <div><dt>Failure rate</dt><dd class=${over ? 'bad' : ''} data-testid="failure-rate">
           ${rate === undefined ? 'no reports yet' : percent(rate)}
-          ${threshold !== undefined ? html` <span class="note">threshold ${percent(threshold)}${rollout.min_reports !== undefined ? `, judged from ${rollout.min_reports} reports` : ''}</span>` : null}
+          ${html` <span class="note">threshold ${percent(threshold)}, judged from ${rollout.min_reports} reports</span>`}
           ${rate !== undefined ? html`<span class="note"> (${rollout.reports.failure} failed of ${rollout.reports.success + rollout.reports.failure})</span>` : null}</dd></div>
         <div><dt>Next step</dt><dd>${rollout.next_step_at ? html`${absoluteTime(rollout.next_step_at)} <span class="note">(${relativeTime(rollout.next_step_at)})</span>` : '—'}</dd></div>
         <div><dt>Target</dt><dd><${Hash} value=${rollout.target_hash} /></dd></div>
         <div><dt>Stable</dt><dd>${rollout.stable_hash ? html`<${Hash} value=${rollout.stable_hash} />` : 'none (first rollout of the track)'}</dd></div>
       </dl>
-      ${live ? html`
+      ${live && can('POST', '/admin/rollout') ? html`
         <div class="actions">
           ${rollout.state === 'running' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'pause' }, 'Rollout paused.')}>Pause</button>` : null}
           ${rollout.state === 'paused' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'resume' }, 'Rollout resumed.')}>Resume</button>` : null}
@@ -98,7 +99,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
           </form>
         </div>` : null}
       <p class=${message?.error ? 'message error' : 'message'} role="status">${message?.text ?? ''}</p>
-      <dialog ref=${dialog} aria-labelledby="abort-heading">
+      ${can('POST', '/admin/rollout') ? html`<dialog ref=${dialog} aria-labelledby="abort-heading">
         <form method="dialog" onSubmit=${confirmAbort}>
           <h2 id="abort-heading">Abort the rollout of ${rollout.target_version}?</h2>
           <p>No more devices will be offered ${rollout.target_version} on ${artifact}. This cannot be resumed.</p>
@@ -109,6 +110,6 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
             <button type="submit" class="danger">Abort rollout</button>
           </div>
         </form>
-      </dialog>
+      </dialog>` : null}
     </section>`;
 }

@@ -1,8 +1,8 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, request, type SignOutReason } from '../api.js';
+import { ApiError, type SignOutReason } from '../api.js';
 import { storeToken } from '../session.js';
-import type { TrackList } from '../types.js';
+import { loadIdentity } from '../identity.js';
 
 const REASONS: Record<SignOutReason, string> = {
   refused: 'The server refused the token. Sign in again.',
@@ -26,8 +26,9 @@ export function SignIn({ reason, onSignedIn }: { reason?: SignOutReason; onSigne
     }
     setBusy(true);
     try {
-      // Checked before it is stored: a wrong token never reaches sessionStorage.
-      await request<TrackList>('GET', '/admin/artifacts', undefined, token);
+      // Checked before it is stored: a wrong token never reaches sessionStorage. Any role
+      // may sign in; the views then show only what it may do.
+      await loadIdentity(token);
       storeToken(token);
       if (input.current) input.current.value = '';
       onSignedIn();
@@ -46,7 +47,7 @@ export function SignIn({ reason, onSignedIn }: { reason?: SignOutReason; onSigne
         <label for="token">Admin token</label>
         <input id="token" name="token" type="password" ref=${input} required spellcheck=${false}
           autocomplete="off" aria-describedby="token-help sign-in-message" />
-        <p id="token-help" class="hint">The token from <code>admin.token_file</code>. It is kept in this browser tab only and sent in a header, never in a link.</p>
+        <p id="token-help" class="hint">The token from <code>admin.token_file</code>, or an operator token of any role. It is kept in this browser tab only and sent in a header, never in a link.</p>
         <button type="submit" disabled=${busy}>${busy ? 'Checking…' : 'Sign in'}</button>
         <p id="sign-in-message" role="alert" class="message">${message}</p>
       </form>

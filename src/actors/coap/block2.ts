@@ -43,7 +43,7 @@ export function selectBlock(requested: Pick<BlockOption, 'num' | 'size'> | undef
 }
 
 /**
- * The manifest's chunk over CoAP. interface.md: `chunk_size` is the Block2 size a device
+ * The manifest's chunk over CoAP. docs/protocol.md, "Block2 downloads": `chunk_size` is the Block2 size a device
  * should request, so the configured `manifest.chunk_size` (an HTTP Range length, 64 KiB by
  * default) is brought down to the largest Block2 size not above it; `total_chunks` follows.
  */

@@ -9,9 +9,15 @@ import { MAX_DEVICE_BODY_BYTES } from '../../shared/wire/validate.js';
 // only well-formed packets whose body fits in one datagram.
 
 export type DatagramVerdict =
-  | { readonly kind: 'drop'; readonly reason: 'unparseable' | 'long-token' }
+  | { readonly kind: 'drop'; readonly reason: 'unparseable' | 'long-token' | 'malformed' }
   /** An empty confirmable message (a CoAP ping, RFC 7252 §4.3): answered with a bare RST. */
   | { readonly kind: 'ping'; readonly messageId: number }
+  /**
+   * A confirmable message with a format error (RFC 7252 §3: a truncated option, a payload
+   * marker with no payload, a reserved option nibble): rejected with a bare RST (§4.2), 4 bytes
+   * for at least 5, and processed no further. A non-confirmable one is dropped (§4.3).
+   */
+  | { readonly kind: 'reject'; readonly messageId: number }
   /**
    * A request this server must refuse by its options (RFC 7252 §5.4.1, §5.7.2): an
    * unrecognized critical option (4.02) or a proxy request (5.05). The options that caused
@@ -40,20 +46,33 @@ export function inspectDatagram(datagram: Buffer): DatagramVerdict {
   if (packet.code === '0.00' && packet.confirmable && packet.token.length === 0 && packet.payload.length === 0 && packet.options.length === 0) {
     return { kind: 'ping', messageId: packet.messageId };
   }
+  // coap-packet reads past a truncated option and takes a payload marker with nothing after
+  // it for no payload; node-coap then answered such a request as if it were whole (4.04).
+  const numbers = optionNumbers(datagram);
+  if (numbers === undefined || numbers.length !== packet.options.length) {
+    return packet.confirmable ? { kind: 'reject', messageId: packet.messageId } : { kind: 'drop', reason: 'malformed' };
+  }
   if (!isRequest(packet)) return { kind: 'pass', packet };
+  // Each option with its number, read from the datagram: coap-packet names the options it
+  // knows, and a name table of ours lacking one (2049, 2053) once let a critical option pass.
+  let options = packet.options.map((option, i) => ({ option, number: numbers[i]! }));
+  const keep = (wanted: (number: number) => boolean) => {
+    options = options.filter((o) => wanted(o.number));
+    packet.options = options.map((o) => o.option);
+  };
   // Observe (RFC 7641) is elective and this server offers no observable resource, so it is
   // ignored, as an elective option may be. node-coap would otherwise refuse it on a POST with
   // a 5.00 carrying its own 50-byte message: a server error, ten times the request's size.
-  if (packet.options.some((o) => optionNumber(o.name) === OBSERVE)) packet.options = packet.options.filter((o) => optionNumber(o.name) !== OBSERVE);
-  const refusal = optionRefusal(packet);
+  if (options.some((o) => o.number === OBSERVE)) keep((n) => n !== OBSERVE);
+  const refusal = optionRefusal(options.map((o) => o.number));
   if (refusal) {
-    packet.options = packet.options.filter((o) => RECOGNIZED.has(optionNumber(o.name)) || optionNumber(o.name) % 2 === 0);
+    keep((n) => RECOGNIZED.has(n) || !isCritical(n));
     return { kind: 'refuse', packet, refusal };
   }
-  const blockwise = packet.options.some((o) => o.name === 'Block1');
+  const blockwise = options.some((o) => o.number === BLOCK1);
   if (blockwise || packet.payload.length > MAX_REQUEST_BODY_BYTES) {
     // The body is never looked at: node-coap must neither reassemble nor keep it.
-    packet.options = packet.options.filter((o) => o.name !== 'Block1');
+    keep((n) => n !== BLOCK1);
     packet.payload = Buffer.alloc(0);
     return { kind: 'too-large', packet };
   }
@@ -66,31 +85,62 @@ function isRequest(packet: ParsedPacket): boolean {
 }
 
 /**
- * The critical options (odd numbers) this server acts on: the URI options, Accept, and the
- * block options. Anything else critical, such as If-Match, If-None-Match, OSCORE or the
- * Q-Block options, it does not implement, so it must not answer as if it had (4.02).
+ * The critical options this server acts on: the URI options, Accept, and the block options.
+ * Anything else critical, such as If-Match, If-None-Match, OSCORE, the Q-Block options or
+ * OCF's 2049 and 2053, it does not implement, so it must not answer as if it had (4.02).
  */
 const RECOGNIZED = new Set([3, 7, 11, 15, 17, 23, 27]);
 const PROXY_OPTIONS = new Set([35, 39]);
 const OBSERVE = 6;
+const BLOCK1 = 27;
 
-function optionNumber(name: string | number): number {
-  return typeof name === 'number' ? name : OPTION_NUMBERS[name] ?? Number.parseInt(name, 10);
+/** RFC 7252 §5.4.1: an option is critical when its number is odd, whatever its name. */
+function isCritical(number: number): boolean {
+  return number % 2 === 1;
 }
 
-const OPTION_NUMBERS: Record<string, number> = {
-  'If-Match': 1, 'Uri-Host': 3, ETag: 4, 'If-None-Match': 5, Observe: 6, 'Uri-Port': 7, 'Location-Path': 8, OSCORE: 9,
-  'Uri-Path': 11, 'Content-Format': 12, 'Max-Age': 14, 'Uri-Query': 15, 'Hop-Limit': 16, Accept: 17, 'Q-Block1': 19,
-  'Location-Query': 20, Block2: 23, Block1: 27, Size2: 28, 'Q-Block2': 31, 'Proxy-Uri': 35, 'Proxy-Scheme': 39, Size1: 60,
-  'No-Response': 258,
-};
-
-function optionRefusal(packet: ParsedPacket): 'critical-option' | 'proxy' | undefined {
+function optionRefusal(numbers: readonly number[]): 'critical-option' | 'proxy' | undefined {
   let refusal: 'critical-option' | 'proxy' | undefined;
-  for (const option of packet.options) {
-    const number = optionNumber(option.name);
+  for (const number of numbers) {
     if (PROXY_OPTIONS.has(number)) refusal ??= 'proxy';
-    else if (number % 2 === 1 && !RECOGNIZED.has(number)) return 'critical-option';
+    else if (isCritical(number) && !RECOGNIZED.has(number)) return 'critical-option';
   }
   return refusal;
+}
+
+/**
+ * The option numbers of a datagram, in order, read from its bytes (RFC 7252 §3.1); undefined
+ * for a format error: an option running past the end, a reserved nibble (15) that is not the
+ * payload marker, or a payload marker followed by no payload (§3: "MUST be processed as a
+ * message format error"). The token length is at most 8 here (checked before).
+ */
+export function optionNumbers(datagram: Buffer): number[] | undefined {
+  let at = 4 + (datagram[0]! & 0x0f);
+  if (at > datagram.length) return undefined;
+  const numbers: number[] = [];
+  let number = 0;
+  while (at < datagram.length) {
+    const byte = datagram[at]!;
+    if (byte === 0xff) return at + 1 < datagram.length ? numbers : undefined;
+    at++;
+    const delta = extended(byte >> 4);
+    const length = extended(byte & 0x0f);
+    if (delta === undefined || length === undefined || at > datagram.length) return undefined;
+    number += delta;
+    at += length;
+    if (at > datagram.length) return undefined;
+    numbers.push(number);
+  }
+  return numbers;
+
+  /** A delta or length nibble with its extended bytes (13: one more byte, 14: two); moves `at`. */
+  function extended(nibble: number): number | undefined {
+    if (nibble < 13) return nibble;
+    if (nibble === 15) return undefined;
+    const bytes = nibble === 13 ? 1 : 2;
+    if (at + bytes > datagram.length) return undefined;
+    const value = nibble === 13 ? datagram[at]! + 13 : datagram.readUInt16BE(at) + 269;
+    at += bytes;
+    return value;
+  }
 }

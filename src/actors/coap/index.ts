@@ -4,9 +4,7 @@ import coap, { type CoapPacket, type IncomingMessage, type OutgoingMessage } fro
 import { generate } from 'coap-packet';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { TransferLocator } from '../transfer-locator.js';
 import { AddressProof } from './amplification.js';
 import { boundDedupCache } from './dedup-cache.js';
@@ -79,8 +77,10 @@ await runActor(async (ctx) => {
       metrics.dropped(verdict.reason);
       return;
     }
-    if (verdict.kind === 'ping') {
-      // RFC 7252 §4.3: a ping is answered with a Reset of the same message ID, 4 bytes for 4.
+    if (verdict.kind === 'ping' || verdict.kind === 'reject') {
+      // RFC 7252 §4.3: a ping is answered with a Reset of the same message ID, 4 bytes for 4;
+      // §4.2: so is a confirmable message with a format error, which goes no further.
+      if (verdict.kind === 'reject') metrics.dropped('malformed');
       socket.send(generate({ messageId: verdict.messageId, reset: true, confirmable: false, code: '0.00', token: Buffer.alloc(0) }), rinfo.port, rinfo.address);
       return;
     }
@@ -102,9 +102,6 @@ await runActor(async (ctx) => {
   ctx.log.info({ host: listen.host, port: socket.address().port, dedupCacheBytes, maxInFlight }, 'coap listening');
 
   return {
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     async drain() {
       draining = true;
       gate.stop();
@@ -114,7 +111,7 @@ await runActor(async (ctx) => {
       await transfers.files.closeAll();
       fleet.flush();
     },
-  } satisfies ControlApi;
+  } satisfies OwnApi<ControlApi>;
 });
 
 function bind(type: 'udp4' | 'udp6', host: string, port: number): Promise<Socket> {

@@ -24,7 +24,7 @@ export function createCoapMetrics(registry: Registry, gauges: CoapGauges): CoapM
   });
   const dropped = new Counter({
     name: 'updater_coap_datagrams_dropped_total',
-    help: 'Datagrams ignored without an answer, by reason',
+    help: 'Datagrams processed no further, by reason (a malformed confirmable one gets a bare Reset, the rest no answer)',
     labelNames: ['reason'],
     registers: [registry],
   });

@@ -1,23 +1,23 @@
 import type { IncomingMessage, OutgoingMessage } from 'coap';
-import type { Manifest } from '../../messages/manifester.js';
 import type { TransferKind } from '../../messages/store.js';
-import { encodeManifest, heartbeatFields, reportFields } from '../../shared/wire/cbor.js';
+import { heartbeatFields, reportFields } from '../../shared/wire/cbor.js';
 import { encodeBlockOption, parseBlockOption } from '../../shared/wire/block2.js';
 import { echoValue } from '../../shared/wire/echo.js';
-import { validateHeartbeat, validateReport, type HeartbeatFields } from '../../shared/wire/validate.js';
+import { validateHeartbeat, validateReport } from '../../shared/wire/validate.js';
 import { UpdaterError, errorIsInternal, isUpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
 import { answerBudget, ECHO_OPTION, type AddressProof } from './amplification.js';
-import { coapChunkSize, selectBlock, unprovenBlock } from './block2.js';
+import { selectBlock, unprovenBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
-import { HeartbeatBatcher } from '../heartbeat-batcher.js';
+import { manifesterBatcher } from '../heartbeat-batcher.js';
 import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';
 import type { DeviceGate } from '../device-gate.js';
 import { authRoute, queryToken } from './auth-route.js';
+import { keysRoute } from './keys-route.js';
 
 /** RFC 7252 §5.10.6: an ETag is at most 8 bytes; the transfer hash's first 8 stand for it. */
 const ETAG_BYTES = 8;
@@ -49,8 +49,17 @@ interface Route {
 /** Returns the request handler; it resolves with the response code once the answer is sent. */
 export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: OutgoingMessage) => Promise<string> {
   const { ctx, metrics, transfers } = deps;
-  const heartbeats = new HeartbeatBatcher((batch) =>
-    ctx.call('manifester', (m) => m.heartbeats(batch)));
+  // Heartbeats that arrive together travel to the manifester in one message, answered as CBOR
+  // with the CoAP chunk fields (encodeCoapManifest).
+  const heartbeats = manifesterBatcher(ctx, 'cbor');
+
+  // A signed manifest is a few hundred bytes: more than 3x a short heartbeat. An unproven
+  // source gets 4.01 with an Echo value instead (a few dozen bytes) and asks again with it.
+  const mayAnswer = (req: IncomingMessage, res: OutgoingMessage, payloadBytes: number): boolean => {
+    if (answerBytes(req, payloadBytes, 2) <= answerBudget(requestBytes(req)) || proven(req, deps)) return true;
+    send(res, '4.01', Buffer.alloc(0), { [ECHO_OPTION]: deps.proof.echoFor(req.rsinfo.address) });
+    return false;
+  };
 
   const { gate } = deps;
   const tokenOf = (req: IncomingMessage) => (gate.on ? queryToken(req) : undefined);
@@ -59,19 +68,14 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     const receivedAtMs = Date.now();
     const token = tokenOf(req);
     gate.check(token);
-    const fields = heartbeatFields(cborBody(req, deps));
-    const request = validateHeartbeat(fields);
-    gate.check(token, request.deviceId);
-    const manifest = await heartbeats.heartbeat(request);
-    const body = encodeManifest(withCoapChunks(manifest));
-    // A signed manifest is a few hundred bytes: more than 3x a short heartbeat. An unproven
-    // source gets 4.01 with an Echo value instead (a few dozen bytes) and asks again with it.
-    if (answerBytes(req, body.length, 2) > answerBudget(requestBytes(req)) && !proven(req, deps)) {
-      send(res, '4.01', Buffer.alloc(0), { [ECHO_OPTION]: deps.proof.echoFor(req.rsinfo.address) });
-      return '4.01';
-    }
+    // Decoded and validated once: every later stage takes this one typed heartbeat.
+    const heartbeat = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
+    gate.check(token, heartbeat.deviceId);
+    const answer = await heartbeats.heartbeat(heartbeat);
+    const body = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
+    if (!mayAnswer(req, res, body.length)) return '4.01';
     send(res, '2.05', body, { 'Content-Format': CONTENT_FORMAT_CBOR });
-    deps.fleet.heartbeat(fields as HeartbeatFields, request, 'coap', receivedAtMs);
+    deps.fleet.heartbeat(heartbeat, 'coap', receivedAtMs);
     return '2.05';
   };
 
@@ -123,6 +127,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     delta: { name: 'delta', method: 'GET', segments: 3, handler: transfer('delta') },
     binary: { name: 'binary', method: 'GET', segments: 2, handler: transfer('full') },
     ...(gate.on ? { auth: { name: 'auth', method: 'POST', segments: 1, handler: authRoute(gate, (req) => cborBody(req, deps)) } } : {}),
+    keys: { name: 'keys', method: 'GET', segments: 1, handler: keysRoute(ctx, mayAnswer) },
   };
 
   return async (req, res) => {
@@ -159,13 +164,6 @@ function answerBytes(req: IncomingMessage, payloadBytes: number, optionBytes: nu
 /** Whether the request carries an Echo value this server made for its source address. */
 function proven(req: IncomingMessage, deps: RouteDeps): boolean {
   return deps.proof.proves(req.rsinfo.address, echoValue(req._packet.options));
-}
-
-/** The manifester's answer with the chunk fields a CoAP device can use; every other value unchanged. */
-function withCoapChunks(manifest: Manifest): Manifest {
-  const chunk = coapChunkSize(manifest.chunk_size);
-  if (chunk === manifest.chunk_size) return manifest;
-  return { ...manifest, chunk_size: chunk, total_chunks: Math.ceil(manifest.delta_size / chunk) };
 }
 
 /** The body of a POST, refused before decoding when too large or not declared as CBOR. */

@@ -54,6 +54,10 @@ function engineFailure(code: number | null, signal: NodeJS.Signals | null, stder
   } catch {
     reported = { message: stderr.trim().slice(0, 500) };
   }
+  // A full disk is the store's condition, not a failed diff: 507 for a caller, "full" on /health.
+  if (reported.code === 'DISK_FULL') {
+    return new UpdaterError('STORE_FULL', `no space left for the delta engine's output: ${reported.message ?? ''}`, { engineCode: reported.code, exitCode: code });
+  }
   // MISMATCH: the patch did not rebuild the target; it is never published.
   return new UpdaterError('DIFF_FAILED', `the delta engine failed (${reported.code ?? `exit ${code}`}): ${reported.message ?? ''}`,
     { engineCode: reported.code ?? null, exitCode: code });

@@ -33,6 +33,14 @@ export interface DeviceIdentity {
   api: IdentityApi;
   listDevices(query: DeviceQuery, inventory: () => Promise<DevicePage>): Promise<DevicePage>;
   device(id: string, inventory: () => Promise<DeviceWithReports | null>): Promise<DeviceWithReports | null>;
+  /**
+   * Whether a record the front-end received at `receivedAtMs` may enter the inventory: not when
+   * the device was rejected or deleted in that second or after. A heartbeat answered just before
+   * a delete (or before the front-ends learned of it) reaches the fleet after the delete and
+   * would otherwise bring the device back. Tokens issued after a revocation count from the
+   * second after it (TrustState.issuedAt), so no legitimate record falls in that second.
+   */
+  recordable(deviceId: string, receivedAtMs: number): boolean;
   stop(): void;
 }
 
@@ -119,6 +127,11 @@ export async function startDeviceIdentity(
       });
     },
     device: viewOf,
+    recordable(deviceId, receivedAtMs) {
+      if (!trust?.anyRevoked) return true;
+      const revokedAt = trust.revokedAt(deviceIdHash(deviceId));
+      return revokedAt === undefined || Math.floor(receivedAtMs / 1000) > revokedAt;
+    },
     stop: () => trust?.release(),
   };
 }

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { Transport } from '../../messages/admin-wire.js';
 import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
 import { recountVersions } from '../../shared/database/connect.js';
 import type { Database, DevicesTable, ReportsTable } from '../../shared/database/schema.js';
@@ -20,7 +21,8 @@ export function deviceView(row: Selectable<DevicesTable>): DeviceView {
     version_hash: row.version_hash,
     version: row.version,
     hw_info: { arch: row.hw_arch, os: row.hw_os, free_ram: row.hw_free_ram, free_disk: row.hw_free_disk },
-    transport: row.transport,
+    // The column is text, written only from a heartbeat's transport (fleet-store-*.ts).
+    transport: row.transport as Transport,
     first_seen: row.first_seen,
     last_seen: row.last_seen,
     last_report: row.last_report_at === null
@@ -96,13 +98,23 @@ export async function summary(db: Kysely<Database>, artifact: string, nowMs: num
   };
 }
 
-/** The latest report per device among those for the target since `since`, by outcome. */
+/**
+ * The latest report per device among those for the target received at or after `sinceMs`, by
+ * outcome, to the millisecond: a report that arrives in the same second as a rollout's start
+ * counts, one in the same second before a resume does not. The whole-second column narrows the
+ * search on its index; a row written before migration 0009 has no milliseconds and counts
+ * from the next whole second, as it did then.
+ */
 export async function rolloutHealth(db: Kysely<Database>, queries: readonly RolloutHealthQuery[]): Promise<RolloutHealth[]> {
   const answers: RolloutHealth[] = [];
-  for (const { targetHash, since } of queries) {
+  for (const { targetHash, sinceMs } of queries) {
     const latest = db.selectFrom('reports')
       .select((eb) => eb.fn.max('id').as('id'))
-      .where('new_hash', '=', targetHash).where('received_at', '>=', since)
+      .where('new_hash', '=', targetHash).where('received_at', '>=', Math.floor(sinceMs / 1000))
+      .where((eb) => eb.or([
+        eb('received_at_ms', '>=', sinceMs),
+        eb.and([eb('received_at_ms', 'is', null), eb('received_at', '>=', Math.ceil(sinceMs / 1000))]),
+      ]))
       .groupBy('device_id');
     const rows = await db.selectFrom('reports')
       .select((eb) => ['success', eb.fn.countAll<number>().as('n')])

@@ -29,8 +29,8 @@ const GAIN = `insert into fleet_versions (artifact, version_hash, version, devic
 const LOSE = `update fleet_versions as f set devices = f.devices + u.by
   from unnest($1::text[], $2::text[], $3::integer[]) as u(artifact, version_hash, by)
   where f.artifact = u.artifact and f.version_hash = u.version_hash`;
-const REPORTS = `insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at)
-  select * from unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::bigint[], $7::bigint[])`;
+const REPORTS = `insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at, received_at_ms)
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[])`;
 const LAST_REPORTS = `update devices as d set last_report_success = u.success, last_report_new_hash = u.new_hash,
     last_report_reason = u.reason, last_report_at = u.at
   from unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::bigint[]) as u(device_id, success, new_hash, reason, at)
@@ -126,7 +126,7 @@ async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly HeartbeatR
       const chunk = reports.slice(i, i + CHUNK);
       await client.query(named('reports', REPORTS, [
         chunk.map((r) => r.deviceId), chunk.map((r) => r.previousHash), chunk.map((r) => r.newHash), chunk.map((r) => (r.success ? 1 : 0)),
-        chunk.map((r) => r.rollbackReason), chunk.map((r) => r.timestamp), chunk.map((r) => seconds(r.receivedAtMs)),
+        chunk.map((r) => r.rollbackReason), chunk.map((r) => r.timestamp), chunk.map((r) => seconds(r.receivedAtMs)), chunk.map((r) => r.receivedAtMs),
       ]));
     }
     // A device never seen by a heartbeat has no row: its reports are still kept and counted.

@@ -32,8 +32,8 @@ export const SQLITE_FLUSH_STATEMENTS = {
   gain: `insert into fleet_versions (artifact, version_hash, version, devices) values (?, ?, ?, ?)
     on conflict (artifact, version_hash) do update set devices = fleet_versions.devices + excluded.devices, version = excluded.version`,
   lose: 'update fleet_versions set devices = devices + ? where artifact = ? and version_hash = ?',
-  report: `insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at)
-    values (?, ?, ?, ?, ?, ?, ?)`,
+  report: `insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at, received_at_ms)
+    values (?, ?, ?, ?, ?, ?, ?, ?)`,
   lastReport: `update devices set last_report_success = ?, last_report_new_hash = ?, last_report_reason = ?, last_report_at = ?
     where device_id = ?`,
 } as const;
@@ -55,7 +55,7 @@ function prepare(file: BetterSqlite3.Database): Prepared {
     for (const m of moves.gained) gain.run(m.artifact, m.version_hash, m.version, m.devices);
     for (const m of moves.lost) lose.run(m.devices, m.artifact, m.version_hash);
     for (const r of reports) {
-      report.run(r.deviceId, r.previousHash, r.newHash, r.success ? 1 : 0, r.rollbackReason, r.timestamp, seconds(r.receivedAtMs));
+      report.run(r.deviceId, r.previousHash, r.newHash, r.success ? 1 : 0, r.rollbackReason, r.timestamp, seconds(r.receivedAtMs), r.receivedAtMs);
     }
     // A device never seen by a heartbeat has no row: its reports are still kept and counted.
     for (const r of latestReports(reports)) lastReport.run(r.success ? 1 : 0, r.newHash, r.rollbackReason, seconds(r.receivedAtMs), r.deviceId);

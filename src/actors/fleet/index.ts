@@ -1,20 +1,21 @@
 import type { FleetApi, HeartbeatRecord } from '../../messages/fleet.js';
-import { openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
+import { engineOf, openDatabase, redactDatabaseUrl } from '../../shared/database/connect.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
 import { unpackHeartbeats } from '../../messages/fleet-batch.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from './fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
 import { startDeviceIdentity } from './device-identity.js';
+import { AuditLog } from './audit.js';
+import { OperatorTokenTable } from './operator-tokens.js';
 
 // The fleet actor: the only holder of the database connection.
 //
 //   http, coap ──record(batch)──▶ WriteBuffer (fleet.buffer_mb) ──every flush_interval, or at half the budget──▶ devices, reports
 //   http admin ──listDevices / device / summary──▶ queries          retention timer ──▶ prune
 //   manifester ──rolloutHealth──▶ flush, then count
+//   http admin ──tokens, audit──▶ operator-tokens.ts, audit.ts (docs/operations.md)
 
 /** The devices-per-version gauge is a scan of the inventory: refreshed now and then, not per scrape. */
 const VERSION_GAUGE_MS = 30_000;
@@ -142,11 +143,27 @@ await runActor(async (ctx) => {
   every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
   const identity = await startDeviceIdentity(ctx, db, every, (id) => q.deviceWithReports(db(), id));
 
+  // Operator tokens and the audit log: read when the database is open (or, if it is not yet,
+  // whenever the front-end asks for the table).
+  const tokens = new OperatorTokenTable(db, engineOf(ctx.config.database), ctx.log);
+  await tokens.start(ctx.config.database);
+  const audit = new AuditLog(db, ctx.log);
+  const { auditMaxAgeMs } = ctx.config.admin;
+  if (auditMaxAgeMs > 0) {
+    every(retention.intervalMs, 'audit retention', async () => {
+      if (!store) return;
+      const removed = await audit.prune(Math.floor((Date.now() - auditMaxAgeMs) / 1000));
+      if (removed > 0) ctx.log.info({ removed }, 'audit retention done');
+    });
+  }
+
   return {
     record(batch) {
       if (stopped) return;
-      unpackHeartbeats(batch.heartbeats, (h) => buffer.addHeartbeat(h));
-      for (const r of batch.reports) buffer.addReport(r);
+      unpackHeartbeats(batch.heartbeats, (h) => {
+        if (identity.recordable(h.deviceId, h.receivedAtMs)) buffer.addHeartbeat(h);
+      });
+      for (const r of batch.reports) if (identity.recordable(r.deviceId, r.receivedAtMs)) buffer.addReport(r);
       // A burst that fills half the budget before the timer is written at once rather than
       // left to reach the budget, where last_seen updates start to be dropped.
       if (!flushing && !refused && buffer.bytes >= buffer.budgetBytes / 2) {
@@ -156,6 +173,11 @@ await runActor(async (ctx) => {
     listDevices: (query) => identity.listDevices(query, () => q.listDevices(db(), query)),
     device: (id) => identity.device(id, () => q.deviceWithReports(db(), id)),
     ...identity.api,
+    async deleteDevice(deviceId) {
+      // What is buffered for the device is written first, so that the delete removes it too.
+      await flush();
+      return identity.api.deleteDevice(deviceId);
+    },
     summary: (artifact) => q.summary(db(), artifact, Date.now()),
     recentReports: (query) => q.recentReports(db(), query),
     async rolloutHealth(queries) {
@@ -163,15 +185,23 @@ await runActor(async (ctx) => {
       return q.rolloutHealth(db(), queries);
     },
     flush,
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
+    createToken: (entry) => tokens.create(entry),
+    listTokens: () => tokens.list(),
+    revokeToken: (id) => tokens.revoke(id),
+    operatorTokens: (known) => tokens.snapshot(known),
+    audit(records) {
+      if (!stopped) audit.append(records);
+    },
+    listAudit: (query) => audit.list(query),
     async drain() {
       stopped = true;
       identity.stop();
       for (const t of timers) clearTimeout(t);
       await flush();
+      await audit.settled();
+      audit.close();
+      await tokens.close();
       await store?.close();
     },
-  } satisfies FleetApi;
+  } satisfies OwnApi<FleetApi>;
 });

@@ -41,6 +41,15 @@ export class TrustState {
     this.changed();
   }
 
+  /** The second a device's tokens were last revoked, or undefined (no revocation is known). */
+  revokedAt(idHash: string): number | undefined {
+    return this.revoked.get(idHash);
+  }
+
+  get anyRevoked(): boolean {
+    return this.revoked.size > 0;
+  }
+
   /** When a device's tokens issued now would still fall under its revocation, the second after it. */
   issuedAt(idHash: string, now: number): number {
     const revokedAt = this.revoked.get(idHash);

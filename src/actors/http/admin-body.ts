@@ -6,15 +6,15 @@ import { isLogLevel, type LogLevel } from '../../shared/logger.js';
 import { isPercent, parseRolloutPlan } from '../../shared/rollout-plan.js';
 import { parseJson } from './body.js';
 
-// Validation of admin request bodies (interface.md, Admin API). Track keys are checked here,
-// at the boundary, with the same rules as configuration and heartbeats (spec 2.5).
+// Validation of admin request bodies (docs/operations.md, "The calls"). Track keys are checked here,
+// at the boundary, with the same rules as configuration and heartbeats (docs/configuration.md, "Track keys").
 
 /** Admin bodies are a few fields and a path; anything larger is refused before it is parsed. */
 export const MAX_ADMIN_BODY_BYTES = 16 * 1024;
 const MAX_VERSION_LENGTH = 128;
 const MAX_PATH_LENGTH = 4096;
 
-function objectBody(body: Buffer, allowEmpty: boolean): Record<string, unknown> {
+export function objectBody(body: Buffer, allowEmpty: boolean): Record<string, unknown> {
   if (body.length === 0 || body.toString('utf8').trim() === '') {
     if (allowEmpty) return {};
     throw new UpdaterError('MALFORMED_BODY', 'a JSON object body is required');

@@ -1,3 +1,4 @@
+import type { Principal } from './admin-auth.js';
 import type { Exchange } from './respond.js';
 
 // The shape of an admin route, apart from the routes themselves (admin-routes.ts registers
@@ -11,8 +12,12 @@ export interface AdminQuery {
   raw: string;
   /** The `:param` path segment, for routes that have one. */
   param?: string;
+  /** Who is calling: the configured token or an operator token. */
+  who: Principal;
+  /** What the audit row says on success, set by the handler (never a secret). */
+  audit: { detail?: string };
 }
 
 export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
 /** `bodyLimit`: bytes a POST body may have, MAX_ADMIN_BODY_BYTES unless the call needs more (bulk). */
-export type AdminRoute = (method: 'get' | 'post' | 'del' | 'any', path: string, name: string, handler: AdminHandler, bodyLimit?: number) => void;
+export type AdminRoute = (method: 'get' | 'post' | 'put' | 'del' | 'any', path: string, name: string, handler: AdminHandler, bodyLimit?: number) => void;

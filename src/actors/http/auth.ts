@@ -54,11 +54,17 @@ export class AdminAuth {
 
   /** Decides on the raw `Authorization` header value ('' when absent). */
   check(authorization: string): AuthOutcome {
-    if (this.isValid(authorization)) return 'ok';
+    if (this.matches(authorization)) return 'ok';
+    return this.refuse();
+  }
+
+  /** A failed authentication (any token, admin-auth.ts): takes one from the bucket, or finds it empty. */
+  refuse(): Exclude<AuthOutcome, 'ok'> {
     return this.bucket.take(this.clock()) ? 'unauthorized' : 'throttled';
   }
 
-  private isValid(authorization: string): boolean {
+  /** Whether the header carries the configured token (constant time). */
+  matches(authorization: string): boolean {
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
     // A malformed header is compared too, against an empty token, so it costs the same time.
     const presented = digest(match ? match[1]! : '');
@@ -66,6 +72,6 @@ export class AdminAuth {
   }
 }
 
-function digest(text: string): Buffer {
+export function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }

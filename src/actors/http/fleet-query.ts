@@ -4,7 +4,7 @@ import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import { artifactKey } from './admin-body.js';
 
-// The query strings of the fleet admin calls (interface.md), checked before any database
+// The query strings of the fleet admin calls (docs/fleet.md, "Reading it"), checked before any database
 // work: an unknown key, a limit out of range or a cursor this server did not write is a 400
 // with a stable code.
 
@@ -14,7 +14,7 @@ const MAX_DEVICE_ID = 128;
 const CURSOR_PREFIX = 'd:';
 
 /** The query string as a map; an unknown or repeated key is refused. */
-function parseQuery(raw: string, known: readonly string[]): Map<string, string> {
+export function parseQuery(raw: string, known: readonly string[]): Map<string, string> {
   const params = new URLSearchParams(raw);
   const seen = new Map<string, string>();
   for (const [key, value] of params) {
@@ -40,7 +40,7 @@ export function decodeCursor(cursor: string): string {
   return deviceId;
 }
 
-function parseLimit(text: string | undefined): number {
+export function parseLimit(text: string | undefined): number {
   if (text === undefined) return DEFAULT_LIMIT;
   if (!/^\d{1,7}$/.test(text) || Number(text) < 1 || Number(text) > MAX_LIMIT) {
     throw new UpdaterError('INVALID_LIMIT', `limit must be an integer from 1 to ${MAX_LIMIT} (got ${JSON.stringify(text.slice(0, 20))})`);

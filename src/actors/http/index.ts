@@ -1,11 +1,9 @@
 import uWS from 'uWebSockets.js';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
 import { fleetFeedFor } from '../fleet-feed.js';
 import { deviceGateFor } from '../device-gate.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { listenExclusive, planListeners } from './listeners.js';
 import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
@@ -25,7 +23,7 @@ await runActor(async (ctx) => {
   const fleet = fleetFeedFor(ctx);
   const gate = await deviceGateFor(ctx);
   registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, gate, transfers: TransferLocator.of(ctx), isDraining: () => draining });
-  registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
+  const admin = registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
   // The console goes where the admin API is: listen.admin when set, else the device listeners.
   registerConsoleRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { assets: await loadConsoleAssets(), metrics, log: ctx.log });
   for (const { app } of listeners) app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
@@ -53,9 +51,6 @@ await runActor(async (ctx) => {
   });
 
   return {
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     async drain() {
       draining = true;
       gate.stop();
@@ -63,7 +58,8 @@ await runActor(async (ctx) => {
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
       await Promise.race([Promise.allSettled([...downloads]), timeout]);
       closeAll();
+      admin.flushAudit();
       fleet.flush();
     },
-  } satisfies ControlApi;
+  } satisfies OwnApi<ControlApi>;
 });

@@ -57,7 +57,7 @@ export function sendJson(ex: Exchange, status: number, value: unknown): void {
   send(ex, status, JSON.stringify(value));
 }
 
-/** Maps any error to its registry status and the JSON error body of interface.md. */
+/** Maps any error to its registry status and the JSON error body (docs/protocol.md, "Errors"). */
 export function sendError(ex: Exchange, err: unknown, headers: Record<string, string> = {}): void {
   const { code, http, message } = errorStatus(err);
   const allow = isUpdaterError(err) && code === 'METHOD_NOT_ALLOWED' ? err.details?.allow : undefined;

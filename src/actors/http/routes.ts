@@ -1,9 +1,9 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { HeartbeatBatcher } from '../heartbeat-batcher.js';
+import { manifesterBatcher } from '../heartbeat-batcher.js';
 import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { TransferLocator } from '../transfer-locator.js';
 import type { TransferKind } from '../../messages/store.js';
-import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES, type HeartbeatFields } from '../../shared/wire/validate.js';
+import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../shared/wire/validate.js';
 import { UpdaterError, errorIsInternal } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
@@ -16,6 +16,7 @@ import { streamTransfer } from './stream.js';
 import type { DeviceGate } from '../device-gate.js';
 import { bearerToken } from '../../shared/device-token.js';
 import { registerDeviceAuthRoute } from './device-auth-route.js';
+import { keysRoute } from './keys-route.js';
 
 
 type Handler = (ex: Exchange, req: HttpRequest) => Promise<void>;
@@ -66,9 +67,8 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
   };
   const allowed = new Map<string, string[]>();
 
-  // Heartbeats read in one event-loop turn travel to the manifester in one message.
-  const heartbeats = new HeartbeatBatcher((batch) =>
-    ctx.call('manifester', (m) => m.heartbeatsJson(batch)));
+  // Heartbeats that arrive together travel to the manifester in one message, answered as JSON text.
+  const heartbeats = manifesterBatcher(ctx, 'json');
 
   const { gate } = deps;
   /** The Bearer token of a device request, read before the first await; undefined with auth off. */
@@ -79,12 +79,12 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
     const token = tokenOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
     gate.check(token);
-    const fields = parseJson(body);
-    const request = validateHeartbeat(fields);
-    gate.check(token, request.deviceId);
-    send(ex, 200, await heartbeats.heartbeat(request));
+    // Parsed and validated once: every later stage takes this one typed heartbeat.
+    const heartbeat = validateHeartbeat(parseJson(body));
+    gate.check(token, heartbeat.deviceId);
+    send(ex, 200, await heartbeats.heartbeat(heartbeat));
     // Only an answered heartbeat enters the inventory, and only once the device has its answer.
-    deps.fleet.heartbeat(fields as HeartbeatFields, request, 'http', receivedAtMs);
+    deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
   });
 
   route('post', '/report', 'report', async (ex, req) => {
@@ -123,6 +123,8 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
     const shown = gate.on ? { database: health.database } : health;
     sendJson(ex, 200, { ...shown, status: store === 'writable' && health.database !== 'unreachable' ? 'ok' : 'degraded', store });
   });
+
+  route('get', '/keys', 'keys', keysRoute(ctx));
 
   route('get', '/metrics', 'metrics', async (ex) => {
     const text = await ctx.call('supervisor', (s) => s.metricsText());

@@ -1,7 +1,8 @@
 import type { TransferInfo } from '../../messages/store.js';
 
-// The manifest decision of spec 3.1, rows 1-7, evaluated in order. Pure: the caller supplies
-// what the store holds and turns the decision into a response.
+// The manifest decision, rows 1-7 below, evaluated in order; what each answer means to a
+// device is docs/protocol.md, "What a manifest means". Pure: the caller supplies what the
+// store holds and turns the decision into a response.
 
 export interface TargetView {
   readonly hash: string;

@@ -1,15 +1,15 @@
-import type { HeartbeatOutcome, ManifesterApi } from '../../messages/manifester.js';
+import type { HeartbeatAnswers, ManifesterApi } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
-import { readPrivateKeyFile } from '../../shared/signing.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { BinaryWatcher } from './file-watch.js';
 import { GenerationRequests } from './generation-requests.js';
 import { Manifester } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
+import { createReleaseMetrics } from './release-metrics.js';
+import { ReleaseStatements } from './release-statements.js';
 import { RolloutControl } from './rollout/rollout-control.js';
+import { loadSigningKey } from './signing-key.js';
 import { SignedManifests } from './signer.js';
 import { StoreView } from './store-view.js';
 import { TrackAdmin } from './track-admin.js';
@@ -22,13 +22,18 @@ const ROLLOUT_TICK_MS = 1000;
 
 await runActor(async (ctx) => {
   const { config } = ctx;
-  const signed = new SignedManifests(await readPrivateKeyFile(config.signing.privateKeyFile), config.manifest.cacheSize);
+  const key = await loadSigningKey(config, ctx.log);
+  const signed = new SignedManifests(key.privateKey, config.manifest.cacheSize);
   const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from, t.to));
-  const tracks = new TrackTable();
+  // Release statements are signed as the table changes and renewed by a timer, never on a heartbeat's path.
+  const statements: ReleaseStatements = new ReleaseStatements(key.privateKey, Math.floor(config.signing.releaseTtlMs / 1000),
+    createReleaseMetrics(ctx.registry, () => statements.size, key.certificate));
+  const tracks = new TrackTable((all) => statements.sync(all));
+  const renewal = setInterval(() => statements.renew(), statements.renewalPeriodMs);
   const requests = new GenerationRequests((run) => ctx.call('store-keeper', run), ctx.log);
   const metrics = createManifesterMetrics(ctx.registry, () => signed.size, () =>
     tracks.all().flatMap((t) => (t.rollout ? [{ artifact: t.key, percent: t.rollout.percent, state: t.rollout.state }] : [])));
-  const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics);
+  const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics, statements);
 
   const resync = async () => {
     view.beginResync();
@@ -63,27 +68,25 @@ await runActor(async (ctx) => {
     onTracksChanged: (all) => watcher.sync(all),
     ...(cluster ? { cluster: cluster.tracks } : {}),
   });
-  // Configuration is authoritative for the tracks it names (spec 3.2): every boot republishes
+  // Configuration is authoritative for the tracks it names (docs/operations.md, "Configuration versus the API"): every boot republishes
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
   // which fails the start.
   await admin.boot();
   cluster?.start();
   // Without the fleet inventory there are no report counts: rollouts step and obey commands, but never pause themselves.
   const health = config.fleet.enabled
-    ? (queries: readonly { targetHash: string; since: number }[]) => ctx.call('fleet', (f) => f.rolloutHealth(queries))
+    ? (queries: readonly { targetHash: string; sinceMs: number }[]) => ctx.call('fleet', (f) => f.rolloutHealth(queries))
     : undefined;
   const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
   rollouts.start();
   const leak = plantedLeak(ctx.log);
 
   return {
-    heartbeats: async (batch) => {
-      leak?.(batch.length);
-      return batch.map((request) => answer(() => manifester.heartbeat(request)));
-    },
-    heartbeatsJson: async (batch) => {
-      leak?.(batch.length);
-      return batch.map((request) => answer(() => manifester.json(manifester.heartbeat(request))));
+    heartbeats: async (batch, encoding) => {
+      leak?.(batch.deviceIds.length);
+      return answerAll(batch.deviceIds.length, (i) => manifester.encoded(manifester.heartbeat({
+        deviceId: batch.deviceIds[i]!, versionHash: batch.versionHashes[i]!, artifact: batch.artifacts[i]!,
+      }), encoding));
     },
     health: async () => ({ ...manifester.health(), ...(cluster ? { database: cluster.tracks.condition } : {}) }),
     references: async () => ({
@@ -92,6 +95,7 @@ await runActor(async (ctx) => {
       history: tracks.all().flatMap((t) => t.history),
     }),
     storeEvent: (event) => view.apply(event),
+    signingCertificate: async () => key.certificate ?? null,
     listTracks: async () => admin.list(),
     publishTrack: async (request) => admin.publish(request),
     deleteTrack: async (artifact) => admin.remove(artifact),
@@ -99,22 +103,26 @@ await runActor(async (ctx) => {
     reloadTracks: async (artifact) => admin.reload(artifact),
     controlRollout: async (command) => rollouts.command(command),
     rolloutOf: async (artifact) => rollouts.view(artifact),
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     drain: async () => {
+      clearInterval(renewal);
       await rollouts.stop();
       await watcher.close();
       await cluster?.close();
     },
-  } satisfies ManifesterApi;
+  } satisfies OwnApi<ManifesterApi>;
 });
 
-/** One outcome of a batch: a thrown decision error travels as data beside the other answers. */
-function answer<T>(decide: () => T): HeartbeatOutcome<T> {
-  try {
-    return { value: decide() };
-  } catch (err) {
-    return { error: serializeError(err) };
+/** The answers of a batch: a decision that throws travels as data beside the other answers. */
+function answerAll<T>(count: number, answer: (i: number) => T): HeartbeatAnswers<T> {
+  const bodies = new Array<T | null>(count);
+  const errors: { at: number; error: ReturnType<typeof serializeError> }[] = [];
+  for (let i = 0; i < count; i++) {
+    try {
+      bodies[i] = answer(i);
+    } catch (err) {
+      bodies[i] = null;
+      errors.push({ at: i, error: serializeError(err) });
+    }
   }
+  return { bodies, errors };
 }

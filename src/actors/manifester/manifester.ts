@@ -1,15 +1,18 @@
-import type { HealthView, HeartbeatRequest, Manifest } from '../../messages/manifester.js';
+import type { AnswerEncoding, EncodedAnswer, HealthView, HeartbeatRequest, Manifest } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { UpdaterError } from '../../shared/errors.js';
+import { encodeCoapManifest } from '../../shared/wire/cbor.js';
 import type { Logger } from '../../shared/logger.js';
 import { CountLru } from '../../shared/lru.js';
 import { decide } from './decide.js';
 import type { ManifesterMetrics } from './metrics.js';
+import { stableSequenceOf } from './release-sequence.js';
+import type { ReleaseStatements, StatementSlot } from './release-statements.js';
 import { routeDevice, type TargetRef } from './rollout/rollout.js';
 import { FULL, type SignedManifests } from './signer.js';
 import type { StoreView } from './store-view.js';
-import type { TrackTable } from './tracks.js';
+import type { Track, TrackTable } from './tracks.js';
 
 /** What a device is answered toward: a track's target, or its stable target during a rollout. */
 interface Target {
@@ -17,6 +20,8 @@ interface Target {
   readonly version: string;
   readonly hash: string;
   readonly size: number;
+  /** The sequence of its release statement (release-sequence.ts). */
+  readonly sequence: number;
 }
 
 /** How often the same oversize pair is logged at WARN. */
@@ -27,7 +32,7 @@ export interface StoreRequests {
   ensureFull(hash: string): void;
 }
 
-/** Answers heartbeats from the track table and the store replica (spec 3.1). */
+/** Answers heartbeats from the track table and the store replica (docs/protocol.md, "What a manifest means"). */
 export class Manifester {
   private readonly warned = new CountLru<string, number>(1024);
   /**
@@ -37,8 +42,15 @@ export class Manifester {
   private readonly unsigned = new WeakMap<Target, { noUpdate: Manifest; retryLater: Manifest }>();
   /** The stable target of a rollout as a Target of its track, one object per stable reference. */
   private readonly stableTargets = new WeakMap<TargetRef, Target>();
-  /** Every answer is a long-lived object (above, or the signed-manifest LRU): its JSON is kept beside it. */
-  private readonly jsonOf = new WeakMap<Manifest, string>();
+  /**
+   * Every answer is a long-lived object (above, or the signed-manifest LRU): its encodings are
+   * kept beside it, made on first use. So an answer that changes must be a new object.
+   */
+  private readonly encodings: { readonly [E in AnswerEncoding]: WeakMap<Manifest, EncodedAnswer[E]> } = { json: new WeakMap(), cbor: new WeakMap() };
+  /** The statement slot of each target object, so that a heartbeat finds it without building a key. */
+  private readonly slotOf = new WeakMap<Target, StatementSlot>();
+  /** Each answer with its current release statement: rebuilt only when the statement was renewed. */
+  private readonly withRelease = new WeakMap<Manifest, { release: StatementSlot['release']; answer: Manifest }>();
 
   constructor(
     private readonly config: Config,
@@ -48,19 +60,39 @@ export class Manifester {
     private readonly signed: SignedManifests,
     private readonly requests: StoreRequests,
     private readonly metrics: ManifesterMetrics,
+    private readonly statements: ReleaseStatements,
   ) {}
 
+  /** The answer of the decision table, with the release statement of the target it names. */
   heartbeat(request: HeartbeatRequest): Manifest {
+    const { manifest, target } = this.decideFor(request);
+    return this.released(manifest, target);
+  }
+
+  private released(manifest: Manifest, target: Target): Manifest {
+    let slot = this.slotOf.get(target);
+    if (!slot || !this.statements.holds(slot)) {
+      slot = this.statements.slot(target);
+      this.slotOf.set(target, slot);
+    }
+    const held = this.withRelease.get(manifest);
+    if (held && held.release === slot.release) return held.answer;
+    const answer = { ...manifest, release: slot.release };
+    this.withRelease.set(manifest, { release: slot.release, answer });
+    return answer;
+  }
+
+  private decideFor(request: HeartbeatRequest): { manifest: Manifest; target: Target } {
     const track = this.tracks.resolve(request.artifact);
     let target: Target | undefined = track;
     const rollout = track?.rollout;
     // A staged rollout picks the target before rows 2-7; without one, or once it is complete,
-    // the table runs exactly as spec 3.1 has it.
+    // the table runs exactly as decide.ts has it.
     if (track && rollout && rollout.state !== 'complete') {
       const route = routeDevice(rollout, request.deviceId, request.versionHash);
       this.metrics.routed(route);
-      if (route === 'stay' || (route === 'stable' && rollout.stable === null)) return this.noUpdate(track);
-      if (route === 'stable') target = this.stableTarget(track.key, rollout.stable!);
+      if (route === 'stay' || (route === 'stable' && rollout.stable === null)) return { manifest: this.noUpdate(track), target: track };
+      if (route === 'stable') target = this.stableTarget(track, rollout.stable!);
     }
     const decision = decide({
       target,
@@ -76,22 +108,24 @@ export class Manifester {
     switch (decision.action) {
       case 'up-to-date':
       case 'stranded':
-        return this.noUpdate(target);
+        return { manifest: this.noUpdate(target), target };
       case 'serve-delta':
-        return this.signedDelta(target, request.versionHash, decision.delta);
+        return { manifest: this.signedDelta(target, request.versionHash, decision.delta), target };
       case 'generate-delta':
         this.requests.ensureDelta(request.versionHash, target.hash);
-        return this.retryLater(target);
+        return { manifest: this.retryLater(target), target };
       case 'serve-full':
         if ('oversize' in decision) this.warnOversize(target, decision.oversize);
-        return this.signedFull(target);
+        return { manifest: this.signedFull(target), target };
     }
   }
 
-  private stableTarget(key: string, stable: TargetRef): Target {
+  /** One object per stable reference and sequence (an abort with rollback renumbers the same target). */
+  private stableTarget(track: Track, stable: TargetRef): Target {
+    const sequence = stableSequenceOf(track);
     let target = this.stableTargets.get(stable);
-    if (!target) {
-      target = { key, version: stable.version, hash: stable.hash, size: stable.size };
+    if (!target || target.sequence !== sequence) {
+      target = { key: track.key, version: stable.version, hash: stable.hash, size: stable.size, sequence };
       this.stableTargets.set(stable, target);
     }
     return target;
@@ -117,14 +151,15 @@ export class Manifester {
     };
   }
 
-  /** The JSON body of interface.md for an answer of `heartbeat`, serialized once per answer. */
-  json(manifest: Manifest): string {
-    let text = this.jsonOf.get(manifest);
-    if (text === undefined) {
-      text = JSON.stringify(manifest);
-      this.jsonOf.set(manifest, text);
+  /** An answer of `heartbeat` as a front-end sends it (the JSON body, or CoAP's CBOR), encoded once per answer. */
+  encoded<E extends AnswerEncoding>(manifest: Manifest, encoding: E): EncodedAnswer[E] {
+    const kept = this.encodings[encoding] as WeakMap<Manifest, EncodedAnswer[E]>;
+    let body = kept.get(manifest);
+    if (body === undefined) {
+      body = (encoding === 'json' ? JSON.stringify(manifest) : encodeCoapManifest(manifest)) as EncodedAnswer[E];
+      kept.set(manifest, body);
     }
-    return text;
+    return body;
   }
 
   private unsignedFor(track: Target): { noUpdate: Manifest; retryLater: Manifest } {

@@ -40,7 +40,7 @@ export function createManifesterMetrics(registry: Registry, cacheSize: () => num
   });
   new Counter({
     name: 'updater_manifest_decisions_total',
-    help: 'Heartbeats answered, by row of the decision table (spec 3.1)',
+    help: 'Heartbeats answered, by row of the decision table (decide.ts)',
     labelNames: ['row'],
     registers: [registry],
     collect() {

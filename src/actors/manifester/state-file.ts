@@ -1,18 +1,20 @@
 import type { TrackView } from '../../messages/manifester.js';
 import { mkdir, readFile } from 'node:fs/promises';
+import { z } from 'zod';
 import { dirname, isAbsolute } from 'node:path';
 import { trackIdProblem, trackKey } from '../../shared/artifact-key.js';
 import { replaceFileDurably } from '../../shared/durable-file.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { isSha256Hex } from '../../shared/hash.js';
-import { decodeRollout, encodeRollout, type PersistedRollout } from './rollout/rollout-codec.js';
+import { checked, decodeRollout, encodeRollout, isCount, isHashList, isText, type PersistedRollout } from './rollout/rollout-codec.js';
 import type { Track } from './tracks.js';
-import { isRecord } from '../../shared/input.js';
+import { firstProblem } from '../../shared/input.js';
 
 // `store.state_file`: the tracks and the default as the manifester last recorded them, so that
-// tracks published through the admin API survive a restart (spec 3.2). Versioned JSON, written
-// crash-safely (temp, fsync, rename, fsync dir), and validated in full when it is read: a file
-// that does not pass stops the server rather than letting it start without its tracks.
+// tracks published through the admin API survive a restart (docs/operations.md, "The state file"). Versioned JSON, written
+// crash-safely (temp, fsync, rename, fsync dir), and validated in full when it is read (a zod
+// decoder for its shape, then the checks that span entries): a file that does not pass stops
+// the server rather than letting it start without its tracks.
 
 export const STATE_FORMAT = 'updater-state';
 export const STATE_VERSION = 1;
@@ -35,7 +37,7 @@ interface StateDocument {
   default: string;
   config_default: string;
   /** A track's staged rollout is recorded with it, in full (absent when it has none). */
-  tracks: (Omit<TrackView, 'rollout'> & { rollout?: PersistedRollout })[];
+  tracks: (Omit<TrackView, 'rollout'> & { rollout?: PersistedRollout; stable_sequence?: number })[];
 }
 
 export function encodeState(state: PersistedState): string {
@@ -54,7 +56,8 @@ export function encodeState(state: PersistedState): string {
 export function trackRecord(t: Track): StateDocument['tracks'][number] {
   return {
     artifact: t.key, name: t.name, os: t.os, arch: t.arch, version: t.version, hash: t.hash, size: t.size,
-    source: t.source, binary: t.binary, history: [...t.history],
+    source: t.source, binary: t.binary, history: [...t.history], sequence: t.sequence,
+    ...(t.stableSequence !== undefined ? { stable_sequence: t.stableSequence } : {}),
     ...(t.rollout ? { rollout: encodeRollout(t.rollout) } : {}),
   };
 }
@@ -89,54 +92,72 @@ export async function readState(path: string): Promise<PersistedState | undefine
   return decodeState(doc, path);
 }
 
+const persistedTrack = z.object({
+  // Checked together below: the parts make the key the entry must carry.
+  artifact: z.unknown().optional(),
+  name: z.unknown().optional(),
+  os: z.unknown().optional(),
+  arch: z.unknown().optional(),
+  version: checked(isText, 'must be a non-empty string'),
+  hash: checked(isSha256Hex, 'must be 64 lowercase hex characters'),
+  size: checked(isCount, 'must be a non-negative integer'),
+  source: z.enum(['config', 'api'], { error: 'must be "config" or "api"' }),
+  binary: checked((v): v is string => typeof v === 'string' && isAbsolute(v), 'must be an absolute path'),
+  history: checked(isHashList, 'must be a list of hashes'),
+  // Files written before release statements have no sequence: 0, and the next publish numbers it.
+  sequence: checked(isCount, 'must be a non-negative integer').optional().transform((v) => v ?? 0),
+  stable_sequence: checked(isCount, 'must be a non-negative integer').optional(),
+  rollout: z.unknown().optional(),
+}, { error: 'is not an object' });
+
+/** Absent or null reads as '' (files written before the field existed). */
+const optionalText = z.string({ error: 'must be a string' }).nullish().transform((v) => v ?? '');
+
+/** The shape of the file; what spans entries (keys, repeats, the default) is checked after. */
+const stateDocument = z.object({
+  format: z.custom<typeof STATE_FORMAT>((v) => v === STATE_FORMAT, { error: (iss) => `is ${JSON.stringify(iss.input)}, expected "${STATE_FORMAT}"` }),
+  version: z.custom<typeof STATE_VERSION>((v) => v === STATE_VERSION, { error: (iss) => `is ${JSON.stringify(iss.input)}; this server reads version ${STATE_VERSION}` }),
+  tracks: z.array(persistedTrack, { error: 'must be a list' }),
+  default: optionalText,
+  config_default: optionalText,
+}, { error: 'is not a JSON object' });
+
 export function decodeState(doc: unknown, path: string): PersistedState {
   const fail = (problem: string): never => {
     throw corrupt(path, problem);
   };
-  if (!isRecord(doc)) return fail('is not a JSON object');
-  if (doc.format !== STATE_FORMAT) fail(`has format ${JSON.stringify(doc.format)}, expected "${STATE_FORMAT}"`);
-  if (doc.version !== STATE_VERSION) fail(`has version ${JSON.stringify(doc.version)}; this server reads version ${STATE_VERSION}`);
-  if (!Array.isArray(doc.tracks)) fail('has no tracks list');
+  const parsed = stateDocument.safeParse(doc);
+  if (!parsed.success) return fail(firstProblem(parsed.error.issues));
   const tracks: Track[] = [];
   const seen = new Set<string>();
-  (doc.tracks as unknown[]).forEach((entry, i) => {
+  parsed.data.tracks.forEach((entry, i) => {
     const where = `tracks[${i}]`;
-    if (!isRecord(entry)) return fail(`${where} is not an object`);
     const problem = trackIdProblem(entry.name, entry.os, entry.arch);
     if (problem) fail(`${where}: ${problem}`);
-    const key = trackKey({ name: entry.name as string, os: (entry.os as string) || '', arch: (entry.arch as string) || '' });
+    // trackIdProblem accepted them: a name, and os and arch both strings or both absent.
+    const id = { name: entry.name as string, os: (entry.os as string | undefined) || '', arch: (entry.arch as string | undefined) || '' };
+    const key = trackKey(id);
     if (entry.artifact !== key) fail(`${where}.artifact is ${JSON.stringify(entry.artifact)}, expected ${key}`);
     if (seen.has(key)) fail(`${where} repeats the track ${key}`);
     seen.add(key);
-    if (typeof entry.version !== 'string' || entry.version === '') fail(`${where}.version must be a non-empty string`);
-    if (!isSha256Hex(entry.hash)) fail(`${where}.hash must be 64 lowercase hex characters`);
-    if (typeof entry.size !== 'number' || !Number.isSafeInteger(entry.size) || entry.size < 0) fail(`${where}.size must be a non-negative integer`);
-    if (entry.source !== 'config' && entry.source !== 'api') fail(`${where}.source must be "config" or "api"`);
-    if (typeof entry.binary !== 'string' || !isAbsolute(entry.binary)) fail(`${where}.binary must be an absolute path`);
-    if (!Array.isArray(entry.history) || !entry.history.every(isSha256Hex)) fail(`${where}.history must be a list of hashes`);
     let rollout;
     if (entry.rollout !== undefined) {
       try {
-        rollout = decodeRollout(entry.rollout, entry.hash as string);
+        rollout = decodeRollout(entry.rollout, entry.hash);
       } catch (err) {
         fail(`${where}.rollout ${(err as Error).message}`);
       }
     }
     tracks.push({
-      key, name: entry.name as string, os: (entry.os as string) || '', arch: (entry.arch as string) || '',
-      version: entry.version as string, hash: entry.hash as string, size: entry.size as number,
-      source: entry.source as 'config' | 'api', binary: entry.binary as string, history: [...(entry.history as string[])],
+      key, ...id, version: entry.version, hash: entry.hash, size: entry.size, source: entry.source, binary: entry.binary,
+      history: [...entry.history], sequence: entry.sequence,
+      ...(entry.stable_sequence !== undefined ? { stableSequence: entry.stable_sequence } : {}),
       ...(rollout ? { rollout } : {}),
     });
   });
-  const text = (value: unknown, field: string): string => {
-    if (value === undefined || value === null) return '';
-    if (typeof value !== 'string') return fail(`${field} must be a string`);
-    return value;
-  };
-  const defaultKey = text(doc.default, 'default');
+  const defaultKey = parsed.data.default;
   if (defaultKey !== '' && !seen.has(defaultKey)) fail(`default names ${defaultKey}, which is not among its tracks`);
-  return { default: defaultKey, configDefault: text(doc.config_default, 'config_default'), tracks };
+  return { default: defaultKey, configDefault: parsed.data.config_default, tracks };
 }
 
 function corrupt(path: string, problem: string): UpdaterError {

@@ -15,8 +15,9 @@ import type { StoreAccess } from './store-access.js';
 import { bootDefault, bootFromStateFile } from './track-boot.js';
 import { TrackRecorder } from './track-record.js';
 import { toView, type Track, type TrackTable } from './tracks.js';
+import { steppedSequences } from './release-sequence.js';
 
-// The track lifecycle of spec 3.2, for configuration at boot and for the admin API after:
+// The track lifecycle (docs/operations.md, "Configuration versus the API"), for configuration at boot and for the admin API after:
 //
 //   publish ─▶ stream the file into the store (durable) ─▶ table + state file ─▶ Current
 //   identical bytes and version                          ─▶ nothing at all (no-op)
@@ -120,7 +121,9 @@ export class TrackAdmin {
         const before = rolloutOf();
         const next = step(before);
         if (next === before) return rolloutView(before);
-        tracks.restore({ ...tracks.get(key)!, rollout: next });
+        const track = tracks.get(key)!;
+        // An abort with rollback numbers the stable target above the aborted one (release-sequence.ts).
+        tracks.restore({ ...track, rollout: next, ...steppedSequences(track, next, Date.now()) });
         // Manifests are cached by (track, from, to), so a new cohort needs nothing; a new stable
         // target or a rollback leaves entries no device is routed to any more: drop them.
         if (next.stable?.hash !== before.stable?.hash || next.rollback !== before.rollback) signed.forgetArtifact(key);
@@ -158,7 +161,7 @@ export class TrackAdmin {
 
   /**
    * Re-reads the file of one track, or of every track. A targeted reload touches that track
-   * alone (the per-component pipeline of spec 4.2). A reload of everything goes on past a
+   * alone (docs/operations.md, "Per-component pipelines"). A reload of everything goes on past a
    * file that cannot be read and lists it.
    */
   async reload(artifact?: string): Promise<ReloadOutcome> {
@@ -197,7 +200,7 @@ export class TrackAdmin {
     });
   }
 
-  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout'>, plan?: RolloutPlan): Promise<PublishOutcome> {
+  private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout' | 'sequence' | 'stableSequence'>, plan?: RolloutPlan): Promise<PublishOutcome> {
     // A path the configuration names is the operator's own; any other came through the API.
     const configured = this.deps.config.artifacts.find((a) => a.key === next.key)?.binary;
     const readPath = next.binary === configured ? next.binary : await checkPublishPath(next.binary, this.deps.config);

@@ -1,10 +1,11 @@
 import type { TrackView } from '../../messages/manifester.js';
 import { parseTrackKey, trackKey } from '../../shared/artifact-key.js';
 import { UpdaterError } from '../../shared/errors.js';
+import { publishedSequences, type Sequenced } from './release-sequence.js';
 import { relabel, rolloutView, type Rollout } from './rollout/rollout.js';
 
-/** A publication track and its current target (spec 2.5, 3.2). */
-export interface Track {
+/** A publication track and its current target (docs/operations.md, "The calls"). */
+export interface Track extends Sequenced {
   readonly key: string;
   readonly name: string;
   readonly os: string;
@@ -21,9 +22,18 @@ export interface Track {
   readonly rollout?: Rollout;
 }
 
+/** A new target's fields; the table numbers it (release-sequence.ts). */
+export type PublishedTarget = Omit<Track, 'history' | 'sequence' | 'stableSequence'>;
+
 export class TrackTable {
   private readonly tracks = new Map<string, Track>();
   private defaultKey: string | undefined;
+
+  /**
+   * `changed` is told synchronously after every change of the table, before any heartbeat
+   * can read it: the release statements of what the table now serves are signed there.
+   */
+  constructor(private readonly changed: (tracks: readonly Track[]) => void = () => undefined) {}
 
   get default(): string | undefined {
     return this.defaultKey;
@@ -49,24 +59,24 @@ export class TrackTable {
   }
 
   /** Sets the current target; a different hash pushes the old one into history. */
-  publish(next: Omit<Track, 'history'>, historyDepth: number): { track: Track; changed: boolean } {
+  publish(next: PublishedTarget, historyDepth: number, nowMs = Date.now()): { track: Track; changed: boolean } {
     const previous = this.tracks.get(next.key);
     if (previous && previous.hash === next.hash) {
       // The same bytes: whatever rollout they are in goes on, under the new label.
       const rollout = previous.rollout && previous.version !== next.version ? relabel(previous.rollout, next.version) : previous.rollout;
       const same = { ...previous, version: next.version, source: next.source, binary: next.binary, ...(rollout ? { rollout } : {}) };
-      this.tracks.set(next.key, same);
+      this.set(same);
       return { track: same, changed: false };
     }
     const history = previous ? [previous.hash, ...previous.history.filter((h) => h !== previous.hash && h !== next.hash)] : [];
-    const track: Track = { ...next, history: history.slice(0, historyDepth) };
-    this.tracks.set(next.key, track);
+    const track: Track = { ...next, ...publishedSequences(previous, next.rollout, nowMs), history: history.slice(0, historyDepth) };
+    this.set(track);
     return { track, changed: true };
   }
 
   /** Restores a track exactly as it was persisted, or replaces it with a changed copy. */
   restore(track: Track): void {
-    this.tracks.set(track.key, track);
+    this.set(track);
   }
 
   /** Puts back a whole earlier table (a change whose state-file write failed). */
@@ -74,13 +84,20 @@ export class TrackTable {
     this.tracks.clear();
     for (const track of tracks) this.tracks.set(track.key, track);
     this.defaultKey = defaultKey;
+    this.changed(this.all());
   }
 
   remove(key: string): Track | undefined {
     const track = this.tracks.get(key);
     this.tracks.delete(key);
     if (this.defaultKey === key) this.defaultKey = undefined;
+    this.changed(this.all());
     return track;
+  }
+
+  private set(track: Track): void {
+    this.tracks.set(track.key, track);
+    this.changed(this.all());
   }
 
   setDefault(key: string | undefined): void {
@@ -99,6 +116,6 @@ export function toView(track: Track): TrackView {
   return {
     artifact: track.key, name: track.name, os: track.os, arch: track.arch, version: track.version, hash: track.hash,
     size: track.size, source: track.source, binary: track.binary, history: [...track.history],
-    rollout: track.rollout ? rolloutView(track.rollout) : null,
+    rollout: track.rollout ? rolloutView(track.rollout) : null, sequence: track.sequence,
   };
 }

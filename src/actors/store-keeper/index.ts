@@ -1,7 +1,5 @@
 import type { StoreKeeperApi } from '../../messages/store.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { createStoreMetrics } from './metrics.js';
 import { ContentStore } from './store.js';
 import { ClusterFiles } from './cluster-files.js';
@@ -35,9 +33,6 @@ await runActor(async (ctx) => {
     locate: (kind, to, from) => store.locate(kind, to, from),
     inventory: () => store.inventory(),
     remove: (request) => store.remove(request),
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     drain: () => store.drain(),
-  } satisfies StoreKeeperApi;
+  } satisfies OwnApi<StoreKeeperApi>;
 });

@@ -1,5 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { TransferKind } from '../../messages/store.js';
+import type { StoreReading } from './writability.js';
+
+const STORE_CONDITIONS = ['writable', 'full', 'read-only'] as const;
 
 export interface BudgetReading {
   target: number;
@@ -14,8 +17,10 @@ export interface BudgetReading {
 
 export interface StoreMetrics {
   generated(kind: TransferKind, seconds: number): void;
-  generationFailed(kind: TransferKind): void;
+  /** `code`: the error's stable code; a full store is counted apart from a failed diff. */
+  generationFailed(kind: TransferKind, code?: string): void;
   observeBudgets(read: () => BudgetReading): void;
+  observeStore(read: () => StoreReading): void;
 }
 
 export function createStoreMetrics(registry: Registry): StoreMetrics {
@@ -71,13 +76,35 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
       this.set(read().expectedDiffBytes);
     },
   });
+  let store = (): StoreReading => ({ condition: 'writable', freeBytes: -1 });
+  new Gauge({
+    name: 'updater_store_condition',
+    help: 'The store\'s condition at the last write probe (every 2 s): 1 for the current one of writable, full, read-only',
+    labelNames: ['condition'],
+    registers: [registry],
+    collect() {
+      const now = store().condition;
+      for (const condition of STORE_CONDITIONS) this.set({ condition }, condition === now ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'updater_store_free_bytes',
+    help: 'Bytes free for the server on the store\'s file system at the last probe',
+    registers: [registry],
+    collect() {
+      this.set(store().freeBytes);
+    },
+  });
   return {
+    observeStore(fn) {
+      store = fn;
+    },
     generated(kind, seconds) {
       generations.inc({ kind, result: 'ok' });
       duration.observe({ kind }, seconds);
     },
-    generationFailed(kind) {
-      generations.inc({ kind, result: 'error' });
+    generationFailed(kind, code) {
+      generations.inc({ kind, result: code === 'STORE_FULL' ? 'store_full' : 'error' });
     },
     observeBudgets(fn) {
       read = fn;

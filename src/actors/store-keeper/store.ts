@@ -68,6 +68,7 @@ export class ContentStore {
       threads: this.pool?.threads ?? 0,
       expectedDiffBytes: this.expectedDiffBytes,
     }));
+    metrics.observeStore(() => this.writability.reading);
   }
 
   async open(): Promise<void> {
@@ -84,6 +85,7 @@ export class ContentStore {
     for (const b of scanned.binaries) this.binaries.set(b.hash, b.size);
     for (const t of scanned.transfers) this.transfers.set(transferName(t.kind, t.to, t.from), t);
     this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir, condition }, 'store opened');
+    this.writability.start();
   }
 
   condition(): StoreCondition {
@@ -156,7 +158,7 @@ export class ContentStore {
     assertSha256Hex(from, 'from');
     assertSha256Hex(to, 'to');
     const existing = this.transfers.get(transferName('delta', to, from));
-    // An existing delta is always served, whatever the size cap says (spec 3.1 row 3).
+    // An existing delta is always served, whatever the size cap says (row 3 of manifester/decide.ts).
     if (existing) return existing;
     // In a cluster, another replica may have stored a binary this one has not indexed yet.
     if (this.cluster) for (const hash of [from, to]) await this.adoptBinary(hash).catch(() => undefined);
@@ -309,8 +311,8 @@ export class ContentStore {
   private async generate(task: DiffTask): Promise<TransferInfo> {
     const outcome = await this.runTask(task);
     if (!outcome.ok) {
-      this.metrics.generationFailed(task.kind);
       const err = deserializeError(outcome.error);
+      this.metrics.generationFailed(task.kind, (err as { code?: string }).code);
       this.log.error({ err, kind: task.kind, target: task.targetHash }, 'derived file generation failed');
       throw err;
     }

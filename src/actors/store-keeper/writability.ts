@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { rm, statfs } from 'node:fs/promises';
 import type { StoreCondition } from '../../messages/store.js';
 import { openTemp, writeFully } from '../../shared/durable-file.js';
 import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
@@ -7,15 +7,31 @@ import type { Logger } from '../../shared/logger.js';
 // Whether the store can take writes. A full disk or a read-only mount must not take device
 // service down: the server starts and serves what it holds, refuses writes at once with a
 // stable code (507 STORE_FULL, 503 STORE_READ_ONLY) instead of running a diff that cannot be
-// kept, and probes every few seconds so it recovers by itself when space frees.
+// kept, and recovers by itself when space frees.
+//
+// The store is probed at start and then every PROBE_INTERVAL_MS for as long as the server
+// runs, healthy or not: a store remounted read-only or filled by another process under a
+// running server is seen by /health and updater_store_condition within one interval, not
+// only when the next publish fails (a fault campaign saw /health say "writable" for a
+// minute on a read-only store, until the first 507).
 
-const PROBE_INTERVAL_MS = 2_000;
+export const PROBE_INTERVAL_MS = 2_000;
 /** Enough that a probe that fits says more than "an empty file fits". */
 const PROBE_BYTES = 64 * 1024;
 
+export interface StoreReading {
+  readonly condition: StoreCondition;
+  /** Bytes an unprivileged writer may still use, at the last probe; -1 before the first. */
+  readonly freeBytes: number;
+}
+
 export class Writability {
   private state: StoreCondition = 'writable';
+  private freeBytes = -1;
   private timer: NodeJS.Timeout | undefined;
+  private running: Promise<StoreCondition> | undefined;
+  /** Counts write failures, so a probe under way when one came does not undo what it said. */
+  private failures = 0;
 
   constructor(private readonly dir: string, private readonly log: Logger) {}
 
@@ -23,8 +39,36 @@ export class Writability {
     return this.state;
   }
 
-  /** Writes, syncs and removes a small temporary in the store directory. */
-  async probe(): Promise<StoreCondition> {
+  get reading(): StoreReading {
+    return { condition: this.state, freeBytes: this.freeBytes };
+  }
+
+  /** Probes on a timer from now on (the first probe is the caller's, at open). */
+  start(): void {
+    this.timer ??= setInterval(() => {
+      this.probe().catch((err) => this.log.warn({ err }, 'store write probe failed'));
+    }, PROBE_INTERVAL_MS).unref();
+  }
+
+  /**
+   * The next probe a whole interval from now. After a write that did not fit, the small probe
+   * may still fit at once: the store says "full" for at least an interval rather than
+   * flipping back before the caller that saw 507 can look at /health.
+   */
+  private restartTimer(): void {
+    if (!this.timer) return;
+    this.close();
+    this.start();
+  }
+
+  /** Writes, syncs and removes a small temporary in the store directory; one probe at a time. */
+  probe(): Promise<StoreCondition> {
+    this.running ??= this.probeOnce().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async probeOnce(): Promise<StoreCondition> {
+    const failuresBefore = this.failures;
     let temp: string | undefined;
     try {
       const { path, handle } = await openTemp(this.dir);
@@ -35,7 +79,7 @@ export class Writability {
       } finally {
         await handle.close();
       }
-      this.set('writable');
+      if (this.failures === failuresBefore) this.set('writable');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOSPC' || code === 'EDQUOT') this.set('full');
@@ -43,8 +87,18 @@ export class Writability {
       else throw err;
     } finally {
       if (temp) await rm(temp, { force: true }).catch(() => undefined);
+      await this.measureFree();
     }
     return this.state;
+  }
+
+  private async measureFree(): Promise<void> {
+    try {
+      const s = await statfs(this.dir);
+      this.freeBytes = s.bavail * s.bsize;
+    } catch {
+      // The directory is gone or unreadable: the write probe has said what matters.
+    }
   }
 
   /** Throws the condition's error when the store cannot take writes. */
@@ -56,8 +110,10 @@ export class Writability {
   /** Records what a write's failure says about the store. */
   failed(err: unknown): void {
     if (!isUpdaterError(err)) return;
-    if (err.code === 'STORE_FULL') this.set('full');
-    else if (err.code === 'STORE_READ_ONLY') this.set('read-only');
+    if (err.code !== 'STORE_FULL' && err.code !== 'STORE_READ_ONLY') return;
+    this.failures++;
+    this.set(err.code === 'STORE_FULL' ? 'full' : 'read-only');
+    this.restartTimer();
   }
 
   succeeded(): void {
@@ -73,14 +129,7 @@ export class Writability {
     if (next === this.state) return;
     const before = this.state;
     this.state = next;
-    if (next === 'writable') {
-      this.log.warn({ before }, 'store is writable again');
-      this.close();
-      return;
-    }
-    this.log.error({ condition: next, dir: this.dir }, `store is ${next}: serving what it holds, refusing writes until it recovers`);
-    this.timer ??= setInterval(() => {
-      this.probe().catch((err) => this.log.warn({ err }, 'store write probe failed'));
-    }, PROBE_INTERVAL_MS).unref();
+    if (next === 'writable') this.log.warn({ before }, 'store is writable again');
+    else this.log.error({ condition: next, dir: this.dir }, `store is ${next}: serving what it holds, refusing writes until it recovers`);
   }
 }

@@ -1,7 +1,5 @@
 import type { SweeperApi, SweepResult } from '../../messages/sweeper.js';
-import { collectMetrics, setLevel } from '../control.js';
-import { liveMemory } from '../../shared/live-memory.js';
-import { runActor } from '../runtime.js';
+import { runActor, type OwnApi } from '../runtime.js';
 import { createSweeperMetrics } from './metrics.js';
 import { planSweep } from './policy.js';
 import { sweepLeadership } from './leader.js';
@@ -60,13 +58,10 @@ await runActor(async (ctx) => {
 
   return {
     sweep: () => sweep('admin'),
-    metrics: () => collectMetrics(ctx),
-    setLogLevel: (level) => setLevel(ctx, level),
-    memory: async () => liveMemory(),
     async drain() {
       clearTimeout(timer);
       await running?.catch(() => undefined);
       await leadership?.close();
     },
-  } satisfies SweeperApi;
+  } satisfies OwnApi<SweeperApi>;
 });

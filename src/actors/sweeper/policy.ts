@@ -1,6 +1,6 @@
 import { parseDerivedName } from '../../shared/store-layout.js';
 
-// The retention rules of spec 3.3, as a pure function of what the store holds and what the
+// The retention rules (docs/retention.md), as a pure function of what the store holds and what the
 // tracks reference. The sweeper actor feeds it and carries out its verdict through the
 // store-keeper, the only writer of the store.
 

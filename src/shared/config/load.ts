@@ -41,6 +41,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
       ...(admin.tokenFile !== undefined ? { tokenFile: admin.tokenFile } : {}),
       authFailureBurst: admin.authFailureBurst,
       authFailureRefillPerSecond: admin.authFailureRefillPerSecond,
+      auditMaxAgeMs: admin.auditMaxAgeMs,
     },
     artifacts,
     database: location,
@@ -49,6 +50,7 @@ export function validateConfig(doc: unknown, configPath: string): Config {
     ...readDefaultArtifact(parsed.defaultArtifact, artifacts, parsed.store.stateFile !== undefined || cluster),
   };
   checkRegularReadableFile(config.signing.privateKeyFile, 'signing.private_key_file');
+  if (config.signing.certificateFile !== undefined) checkRegularReadableFile(config.signing.certificateFile, 'signing.certificate_file');
   return deepFreeze(config);
 }
 

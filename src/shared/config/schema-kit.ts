@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseDuration } from '../duration.js';
-import { isRecord } from '../input.js';
+import { isRecord, keyPath } from '../input.js';
 import { ConfigError } from './document.js';
 
 // The building blocks of a configuration schema (server and agent alike). Each key is declared
@@ -89,10 +89,6 @@ export function parseDocument<T>(root: Field<T>, doc: unknown): T {
   throw new ConfigError(keyPath(path), issue.message);
 }
 
-/** `store.delta_concurrency`, `artifacts[0].binary`. */
-export function keyPath(path: readonly PropertyKey[]): string {
-  return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join('') || '(top level)';
-}
 
 /** YAML writes an empty key as null; it means "use the default", as an absent key does. */
 function withoutNulls(value: unknown): unknown {

@@ -6,7 +6,7 @@ import {
 
 // Every key of `updater serve --config` is declared here, once: YAML name, default, bounds,
 // unit (converted to bytes or milliseconds here and nowhere else) and the line of
-// docs/configuration.md (kept in step by test/shared/config/docs.test.ts). The Config type
+// docs/configuration.md (kept in step by test/tools/config-docs.test.ts). The Config type
 // is derived from this table. Checks that span keys (admin.token vs token_file, tracks,
 // default_artifact, readable files) are in load.ts. How to add a key: docs/architecture.md.
 
@@ -57,6 +57,13 @@ export function configSchema(base: string) {
       privateKeyFile: path(base, requiredText('private_key_file', {
         meaning: 'Ed25519 private key, PKCS#8 PEM (written by `updater keygen`, or `openssl genpkey -algorithm ed25519`); key files in the earlier hex format are still read', hint: 'create one with "updater keygen --out FILE"',
       })),
+      releaseTtlMs: durationMs('release_ttl', {
+        default: '24h', minMs: 2000,
+        meaning: 'life of a release statement (`expires_at` − `issued_at`, whole seconds); each is renewed before half of it has passed ([protocol.md](protocol.md))',
+      }),
+      certificateFile: path(base, optionalText('certificate_file', {
+        meaning: 'the signing key\'s certificate from `updater certify`, served at `GET /keys`; its `public_key` must be the signing key\'s ([operations.md](operations.md))',
+      })),
     }),
     admin: section('admin', {
       token: leaf('token', { default: 'one of the two is required', meaning: 'Bearer token of the admin API, at least 32 characters, no white space' },
@@ -67,12 +74,15 @@ export function configSchema(base: string) {
       tokenFile: path(base, optionalText('token_file', { shown: 'one of the two is required', meaning: 'a file holding that token (surrounding white space ignored)' })),
       authFailureBurst: int('auth_failure_burst', { default: 10, min: 1, meaning: 'capacity of the global bucket of failed authentications' }),
       authFailureRefillPerSecond: int('auth_failure_refill_per_second', { default: 1, min: 1, meaning: 'its refill rate' }),
+      auditMaxAgeMs: durationMs('audit_max_age', {
+        default: '2160h', minMs: 1000, zeroMeansOff: true, meaning: 'audit log rows older than this are deleted on the retention schedule (`retention.interval`); `0` keeps all ([operations.md](operations.md#the-audit-log))',
+      }),
     }),
     store: section('store', {
       dir: path(base, requiredText('dir', { meaning: 'the content-addressed store (`binaries/`, `deltas/`, `work/`)' })),
       // Directories the admin API may publish from (besides the configured artifacts' own).
       publishRoots: paths(base, textList('publish_roots', {
-        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration and `store.dir` are refused always',
+        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration, TLS key, database and `store.dir` are refused always, under any name (hard links included)',
       })),
       stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API; refused beside a `postgres://` database, which holds the tracks then ([scaling.md](scaling.md))' })),
       targetCacheBytes: bytesIn('MB', 'target_cache_mb', { default: 256, min: 0, meaning: 'byte budget of cached delta targets (0 disables)' }),

@@ -181,11 +181,80 @@ function fleet0006(engine: Engine): Migration {
 }
 
 /**
+ * Operator tokens (docs/operations.md): the SHA-256 of each token, never the token; a revoked
+ * token's row is deleted.
+ */
+function operators0007(engine: Engine): Migration {
+  const big = engine === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createTable('operator_tokens')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('hash', 'text', (c) => c.notNull())
+        .addColumn('created_at', big, (c) => c.notNull())
+        .addColumn('expires_at', big)
+        .execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable('operator_tokens').execute();
+    },
+  };
+}
+
+/** The audit log of admin requests, newest first by id; retention deletes by `at`. */
+function audit0008(engine: Engine): Migration {
+  const big = engine === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: Kysely<unknown>) {
+      let table = db.schema.createTable('audit_log');
+      table = engine === 'postgres'
+        ? table.addColumn('id', 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity())
+        : table.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+      await table
+        .addColumn('at', big, (c) => c.notNull())
+        .addColumn('token_id', 'text')
+        .addColumn('token_name', 'text')
+        .addColumn('role', 'text')
+        .addColumn('method', 'text', (c) => c.notNull())
+        .addColumn('path', 'text', (c) => c.notNull())
+        .addColumn('status', 'integer', (c) => c.notNull())
+        .addColumn('detail', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('audit_log_at').on('audit_log').column('at').execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable('audit_log').execute();
+    },
+  };
+}
+
+/**
+ * Reports keep the moment they were received to the millisecond. A rollout counts the reports
+ * received from its start (or resume) on, and with whole seconds it had to round that moment
+ * up: every report of the first second was lost (20 failure reports sent right after a publish
+ * counted as none). Nullable, so adding it rewrites no row on either engine; rows from before
+ * keep their whole seconds (fleet-queries.ts reads them as before).
+ */
+function reports0009(engine: Engine): Migration {
+  const big = engine === 'postgres' ? 'bigint' : 'integer';
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('reports').addColumn('received_at_ms', big).execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.alterTable('reports').dropColumn('received_at_ms').execute();
+    },
+  };
+}
+
+/**
  * Device identities (devices.auth): the key each device id is bound to, its enrollment state and
  * the timestamp of its last verified auth request; the revocations the front-ends refuse tokens
  * by; and the token MAC key, kept here so that every replica of a cluster checks alike.
  */
-function devices0007(engine: Engine): Migration {
+function devices0010(engine: Engine): Migration {
   const big = engine === 'postgres' ? 'bigint' : 'integer';
   const key = engine === 'postgres' ? sql`text collate "C"` : sql`text`;
   return {
@@ -227,7 +296,10 @@ export function migrations(engine: Engine): Record<string, Migration> {
     '0004_fleet_touch_without_last_seen_index': fleet0004(engine),
     '0005_fleet_version_index_by_device': fleet0005(),
     '0006_fleet_half_free_pages': fleet0006(engine),
-    '0007_device_identities': devices0007(engine),
+    '0007_operator_tokens': operators0007(engine),
+    '0008_audit_log': audit0008(engine),
+    '0009_reports_received_ms': reports0009(engine),
+    '0010_device_identities': devices0010(engine),
   };
 }
 

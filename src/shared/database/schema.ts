@@ -32,6 +32,8 @@ export interface ReportsTable {
   rollback_reason: string;
   timestamp: number;
   received_at: number;
+  /** The same moment in milliseconds (migration 0007); null in rows written before it. */
+  received_at_ms: number | null;
 }
 
 /** Devices per track and version, maintained by each flush (the summary reads it). */
@@ -56,6 +58,29 @@ export interface ClusterTracksTable {
 export interface ClusterMetaTable {
   key: string;
   value: string;
+}
+
+/** Operator tokens: the SHA-256 (hex) of each token, never the token itself. */
+export interface OperatorTokensTable {
+  id: string;
+  name: string;
+  role: string;
+  hash: string;
+  created_at: number;
+  expires_at: number | null;
+}
+
+/** One admin request that changed something or was refused. */
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: number;
+  token_id: string | null;
+  token_name: string | null;
+  role: string | null;
+  method: string;
+  path: string;
+  status: number;
+  detail: string;
 }
 
 /** Device identity (docs/operations.md, enrollment): a device id bound to its first key. */
@@ -93,6 +118,8 @@ export interface Database {
   device_identities: DeviceIdentitiesTable;
   device_revocations: DeviceRevocationsTable;
   device_auth_keys: DeviceAuthKeysTable;
+  operator_tokens: OperatorTokensTable;
+  audit_log: AuditLogTable;
 }
 
 export type Engine = 'sqlite' | 'postgres';

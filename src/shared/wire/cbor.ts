@@ -1,6 +1,10 @@
 import { Decoder, Encoder, setSizeLimits } from 'cbor-x';
 import { UpdaterError } from '../errors.js';
-import { AUTH_ANSWER_KEYS, AUTH_REQUEST_KEYS, HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, REPORT_KEYS, type HeartbeatWire, type ManifestWire, type ReportWire } from './keys.js';
+import { largestBlockWithin } from './block2.js';
+import {
+  AUTH_ANSWER_KEYS, AUTH_REQUEST_KEYS, CERTIFICATE_KEYS, HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, RELEASE_KEYS, REPORT_KEYS,
+  type CertificateWire, type HeartbeatWire, type ManifestWire, type ReportWire,
+} from './keys.js';
 
 // CBOR bodies of the device protocol with the integer keys of keys.ts, for the CoAP front-end,
 // the agent, the load harness, the benchmarks and the tests alike. Decoding maps integer keys
@@ -24,7 +28,12 @@ const encoder = new Encoder({ mapsAsObjects: false, useRecords: false, variableM
 /** One message's key table, with its inverse computed here rather than written out. */
 class KeyTable {
   private readonly names: ReadonlyMap<number, string>;
-  constructor(private readonly keys: Readonly<Record<string, number>>, private readonly nested: Readonly<Record<string, KeyTable>> = {}) {
+  constructor(
+    private readonly keys: Readonly<Record<string, number>>,
+    private readonly nested: Readonly<Record<string, KeyTable>> = {},
+    /** Fields that are hex text in JSON and a byte string in CBOR (signatures of the trust layer). */
+    private readonly bytes: ReadonlySet<string> = new Set(),
+  ) {
     this.names = new Map(Object.entries(keys).map(([name, key]) => [key, name]));
   }
 
@@ -36,7 +45,7 @@ class KeyTable {
       const name = typeof key === 'number' ? this.names.get(key) : undefined;
       if (name === undefined) continue;
       const table = this.nested[name];
-      out[name] = table ? table.fromIntegers(inner) : inner;
+      out[name] = table ? table.fromIntegers(inner) : this.bytes.has(name) && inner instanceof Uint8Array ? Buffer.from(inner).toString('hex') : inner;
     }
     return out;
   }
@@ -47,7 +56,8 @@ class KeyTable {
       const key = this.keys[name];
       if (key === undefined || value === undefined) continue;
       const table = this.nested[name];
-      map.set(key, table && typeof value === 'object' && value !== null ? table.toIntegers(value as Record<string, unknown>) : wireInteger(value));
+      if (this.bytes.has(name) && typeof value === 'string') map.set(key, Buffer.from(value, 'hex'));
+      else map.set(key, table && typeof value === 'object' && value !== null ? table.toIntegers(value as Record<string, unknown>) : wireInteger(value));
     }
     return map;
   }
@@ -55,7 +65,9 @@ class KeyTable {
 
 const HEARTBEAT = new KeyTable(HEARTBEAT_KEYS, { hw_info: new KeyTable(HW_INFO_KEYS) });
 const REPORT = new KeyTable(REPORT_KEYS);
-const MANIFEST = new KeyTable(MANIFEST_KEYS);
+const SIGNATURE = new Set(['signature']);
+const MANIFEST = new KeyTable(MANIFEST_KEYS, { release: new KeyTable(RELEASE_KEYS, {}, SIGNATURE) });
+const CERTIFICATE = new KeyTable(CERTIFICATE_KEYS, {}, SIGNATURE);
 
 /** Decodes a CBOR body of at most a few KiB; anything that is not exactly one CBOR item is MALFORMED_BODY. */
 export function decodeCbor(body: Uint8Array): unknown {
@@ -112,6 +124,19 @@ export function encodeManifest(manifest: ManifestWire): Buffer {
 }
 
 /**
+ * A manifest as a CoAP device gets it: `chunk_size` is the Block2 size a device should
+ * request, so the configured one (an HTTP Range length, 64 KiB by default) is brought down to
+ * the largest Block2 size not above it, and `total_chunks` follows; every other value is
+ * unchanged. An exactly sized copy of the bytes: the manifester keeps it with its answer and
+ * sends it across threads, where a view of the encoder's buffer would carry the whole buffer.
+ */
+export function encodeCoapManifest(manifest: ManifestWire): Uint8Array {
+  const chunk = largestBlockWithin(manifest.chunk_size);
+  const coap = chunk === manifest.chunk_size ? manifest : { ...manifest, chunk_size: chunk, total_chunks: Math.ceil(manifest.delta_size / chunk) };
+  return new Uint8Array(encodeManifest(coap));
+}
+
+/**
  * A manifest body with its JSON names, for a client's validator. Integers that CBOR carried
  * as 64-bit values come back as numbers. A body that is not a map is MALFORMED_BODY.
  */
@@ -124,8 +149,27 @@ function decodeAnswer(table: KeyTable, body: Uint8Array, what: string): Record<s
   const value = decodeCbor(body);
   if (!(value instanceof Map)) throw new UpdaterError('MALFORMED_BODY', `${what} is not a CBOR map`);
   const answer = table.fromIntegers(value) as Record<string, unknown>;
-  for (const [name, inner] of Object.entries(answer)) if (typeof inner === 'bigint') answer[name] = Number(inner);
+  numbersOf(answer);
+  if (typeof answer.release === 'object' && answer.release !== null) numbersOf(answer.release as Record<string, unknown>);
   return answer;
+}
+
+/** A signing key's certificate as `GET /keys` answers over CoAP. */
+export function encodeCertificate(cert: CertificateWire): Buffer {
+  return encoder.encode(CERTIFICATE.toIntegers(cert as unknown as Record<string, unknown>));
+}
+
+/** A certificate body with its JSON names (the signature as hex), for a client's validator. */
+export function decodeCertificate(body: Uint8Array): Record<string, unknown> {
+  const value = decodeCbor(body);
+  if (!(value instanceof Map)) throw new UpdaterError('MALFORMED_BODY', 'the certificate is not a CBOR map');
+  return numbersOf(CERTIFICATE.fromIntegers(value) as Record<string, unknown>);
+}
+
+/** Integers that CBOR carried as 64-bit values come back as numbers. */
+function numbersOf(fields: Record<string, unknown>): Record<string, unknown> {
+  for (const [name, inner] of Object.entries(fields)) if (typeof inner === 'bigint') fields[name] = Number(inner);
+  return fields;
 }
 
 /** cbor-x writes integers above 2^32 as floats; as BigInt they travel as CBOR unsigned integers. */

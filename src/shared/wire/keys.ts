@@ -8,7 +8,12 @@ export const REPORT_KEYS = { device_id: 1, previous_hash: 2, new_hash: 3, succes
 export const MANIFEST_KEYS = {
   update_available: 1, target_version: 2, target_hash: 3, target_size: 4, delta_size: 5, delta_hash: 6, chunk_size: 7,
   total_chunks: 8, signature: 9, delta_endpoint: 10, binary_endpoint: 11, retry_after: 12, artifact: 13,
+  release: 14,
 } as const;
+/** The release statement inside a manifest (key 14); its signature travels as 64 bytes in CBOR. */
+export const RELEASE_KEYS = { sequence: 1, issued_at: 2, expires_at: 3, signature: 4 } as const;
+/** A signing key's certificate, as `GET /keys` serves it over CoAP; its signature as 64 bytes. */
+export const CERTIFICATE_KEYS = { public_key: 1, not_before: 2, not_after: 3, serial: 4, signature: 5 } as const;
 
 /** POST /auth (devices.auth): the signed request and its answer (a token, or pending). */
 export const AUTH_REQUEST_KEYS = { device_id: 1, public_key: 2, timestamp: 3, signature: 4 } as const;
@@ -49,6 +54,23 @@ export interface ManifestWire {
   binary_endpoint?: string;
   retry_after?: number;
   artifact: string;
+  /** The signed release statement of the target this answer names (src/shared/release/statement.ts). */
+  release?: ReleaseWire;
+}
+
+export interface ReleaseWire {
+  sequence: number;
+  issued_at: number;
+  expires_at: number;
+  signature: string;
+}
+
+export interface CertificateWire {
+  public_key: string;
+  not_before: number;
+  not_after: number;
+  serial: number;
+  signature: string;
 }
 
 // The tables and the types name the same keys; the compiler says so.
@@ -56,5 +78,6 @@ type SameKeys<A, B> = [keyof A] extends [keyof B] ? ([keyof B] extends [keyof A]
 const sameKeys: [
   SameKeys<typeof HEARTBEAT_KEYS, HeartbeatWire>, SameKeys<typeof HW_INFO_KEYS, HeartbeatWire['hw_info']>,
   SameKeys<typeof REPORT_KEYS, ReportWire>, SameKeys<typeof MANIFEST_KEYS, ManifestWire>,
-] = [true, true, true, true];
+  SameKeys<typeof RELEASE_KEYS, ReleaseWire>, SameKeys<typeof CERTIFICATE_KEYS, CertificateWire>,
+] = [true, true, true, true, true, true];
 void sameKeys;

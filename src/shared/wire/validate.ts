@@ -9,13 +9,8 @@ import { invalidField as fail, isRecord } from '../input.js';
 /** A heartbeat is a few hundred bytes; anything larger is refused before it is parsed. */
 export const MAX_DEVICE_BODY_BYTES = 4096;
 
-/** A heartbeat as the validator passes it on: what the manifester decides on (src/messages/manifester.ts). */
-export interface HeartbeatRequest {
-  readonly deviceId: string;
-  readonly versionHash: string;
-  /** Empty means the default track. */
-  readonly artifact: string;
-}
+/** What the manifester decides on, of a validated heartbeat (src/messages/manifester.ts). */
+export type HeartbeatRequest = Pick<Heartbeat, 'deviceId' | 'versionHash' | 'artifact'>;
 
 export interface HeartbeatFields {
   device_id?: unknown;
@@ -24,6 +19,25 @@ export interface HeartbeatFields {
   timestamp?: unknown;
   version?: unknown;
   artifact?: unknown;
+}
+
+/**
+ * A heartbeat as every stage after its front-end takes it: parsed and validated once, typed,
+ * whatever the transport (the manifester's decision, the fleet inventory, and what a device
+ * token is checked against all read these fields, never the decoded body again).
+ */
+export interface Heartbeat {
+  readonly deviceId: string;
+  readonly versionHash: string;
+  /** The track key as sent, already checked to be one; '' means the default track. */
+  readonly artifact: string;
+  readonly version: string;
+  readonly hwArch: string;
+  readonly hwOs: string;
+  readonly hwFreeRam: number;
+  readonly hwFreeDisk: number;
+  /** The device's clock, Unix seconds. */
+  readonly timestamp: number;
 }
 
 export interface UpdateReport {
@@ -70,27 +84,27 @@ function present(value: unknown, field: string): void {
   if (value === undefined || value === null) fail(field, 'is required');
 }
 
-export function validateHeartbeat(body: unknown): HeartbeatRequest {
+export function validateHeartbeat(body: unknown): Heartbeat {
   if (!isRecord(body)) throw new UpdaterError('MALFORMED_BODY', 'a heartbeat must be an object');
   const fields = body as HeartbeatFields;
   // Spec 2.1: every field but artifact is part of a heartbeat (docs/protocol.md, "Required fields").
   const deviceId = text(fields.device_id, 'device_id', 128, true);
   const versionHash = assertSha256Hex(fields.version_hash, 'version_hash');
-  integer(fields.timestamp, 'timestamp', true);
+  const timestamp = integer(fields.timestamp, 'timestamp', true);
   present(fields.version, 'version');
-  text(fields.version, 'version', 64, false);
+  const version = text(fields.version, 'version', 64, false);
   if (fields.hw_info === undefined || fields.hw_info === null) fail('hw_info', 'is required');
   if (!isRecord(fields.hw_info)) fail('hw_info', 'must be an object');
   const hw = fields.hw_info;
   present(hw.arch, 'hw_info.arch');
   present(hw.os, 'hw_info.os');
-  text(hw.arch, 'hw_info.arch', 32, false);
-  text(hw.os, 'hw_info.os', 32, false);
-  integer(hw.free_ram, 'hw_info.free_ram', true);
-  integer(hw.free_disk, 'hw_info.free_disk', true);
+  const hwArch = text(hw.arch, 'hw_info.arch', 32, false);
+  const hwOs = text(hw.os, 'hw_info.os', 32, false);
+  const hwFreeRam = integer(hw.free_ram, 'hw_info.free_ram', true);
+  const hwFreeDisk = integer(hw.free_disk, 'hw_info.free_disk', true);
   const artifact = text(fields.artifact, 'artifact', 200, false);
   if (artifact !== '') parseTrackKey(artifact);
-  return { deviceId, versionHash, artifact };
+  return { deviceId, versionHash, artifact, version, hwArch, hwOs, hwFreeRam, hwFreeDisk, timestamp };
 }
 
 export function validateReport(body: unknown): UpdateReport {

@@ -48,3 +48,27 @@ t.test('Observe is ignored: this server has nothing to observe', async (t) => {
   t.equal(verdict.kind, 'pass');
   t.same(verdict.kind === 'pass' && verdict.packet.options, [], 'the empty Observe option is gone');
 });
+
+t.test('criticality comes from the option number, whatever the codec calls the option', async (t) => {
+  // coap-packet names 2049 and 2053 (OCF's format versions); a name table of ours lacking them let them pass.
+  for (const number of [2049, 2053, 2051, 65001]) {
+    const verdict = inspectDatagram(request(Buffer.from([0xa0]), [{ name: String(number), value: Buffer.from([1]) }]));
+    t.equal(verdict.kind === 'refuse' && verdict.refusal, 'critical-option', `${number} is critical`);
+    t.same(verdict.kind === 'refuse' && verdict.packet.options.map((o) => o.name), ['Uri-Path'], `${number} is stripped before node-coap`);
+  }
+  t.equal(inspectDatagram(request(Buffer.from([0xa0]), [{ name: '2048', value: Buffer.from([1]) }])).kind, 'pass', '2048 is elective');
+});
+
+t.test('a message with a format error is rejected (confirmable) or dropped, never passed on', async (t) => {
+  const get = (confirmable: boolean) => generate({ code: 'GET', confirmable, messageId: 0x2a2b, token: Buffer.from([9]), options: [{ name: 'Uri-Path', value: Buffer.from('binary') }] as never, payload: Buffer.alloc(0) });
+  const marker = Buffer.concat([get(true), Buffer.from([0xff])]);
+  t.same(inspectDatagram(marker), { kind: 'reject', messageId: 0x2a2b }, 'a payload marker with no payload');
+  t.same(inspectDatagram(Buffer.concat([get(false), Buffer.from([0xff])])), { kind: 'drop', reason: 'malformed' }, 'the same, non-confirmable');
+  // An option (delta 0: Uri-Path again) declaring 5 bytes of value, with 2 left.
+  t.same(inspectDatagram(Buffer.concat([get(true), Buffer.from([0x05, 0x61, 0x62])])), { kind: 'reject', messageId: 0x2a2b }, 'a truncated option');
+  // These two the codec itself refuses: dropped as unparseable before the walk.
+  t.same(inspectDatagram(Buffer.concat([get(true), Buffer.from([0x0d])])), { kind: 'drop', reason: 'unparseable' }, 'an extended length with its byte missing');
+  t.same(inspectDatagram(Buffer.concat([get(true), Buffer.from([0x0f, 0x00])])), { kind: 'drop', reason: 'unparseable' }, 'length nibble 15');
+  t.same(inspectDatagram(Buffer.from([0x44, 0x01, 0, 1, 1, 2])), { kind: 'reject', messageId: 1 }, 'a token running past the end');
+  t.equal(inspectDatagram(Buffer.concat([get(true), Buffer.from([0xff, 0x01])])).kind, 'pass', 'a marker with a payload is well-formed');
+});

@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import t from 'tap';
 import runDiffTask from '../../../src/actors/diff-pool/task.js';
 import { makeFixture, sha256Hex } from '../../helpers/fixture.js';
+import { needs } from '../../helpers/system-tools.js';
 
 // store.full_compression_level must reach zstd: a higher level gives a smaller full file,
 // and stock zstd restores each one.
-t.test('the full-file compression level changes the size, and stock zstd restores every level', async (t) => {
+t.test('the full-file compression level changes the size, and stock zstd restores every level', needs('zstd'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   // Real machine code compresses the way firmware does: the first 768 KiB of node itself.

@@ -97,10 +97,27 @@ for (const engine of ENGINES) {
         rep('h3', false, { newHash: T, receivedAtMs: at(1) }),
         rep('h4', true, { newHash: H(8), receivedAtMs: at(30) }),
       ]);
-      const [all, late, none] = await q.rolloutHealth(db, [{ targetHash: T, since: NOW / 1000 }, { targetHash: T, since: NOW / 1000 + 5 }, { targetHash: H(99), since: 0 }]);
+      const [all, late, none] = await q.rolloutHealth(db, [{ targetHash: T, sinceMs: NOW }, { targetHash: T, sinceMs: NOW + 5000 }, { targetHash: H(99), sinceMs: 0 }]);
       t.same(all, { targetHash: T, success: 1, failure: 2 }, 'h1 recovered, h2 failed last, h3 failed');
       t.same(late, { targetHash: T, success: 1, failure: 1 }, 'since +5 s: h1 success at 10, h2 failure at 20');
       t.same(none, { targetHash: H(99), success: 0, failure: 0 });
+    });
+
+    await t.test('rollout health counts to the millisecond, within the second of the start', async (t) => {
+      const T = H(9);
+      // A rollout that started half way through a second.
+      const start = NOW + 60_500;
+      await q.writeBatch(db, [], [
+        rep('m1', false, { newHash: T, receivedAtMs: start - 100 }), // the same second, before: not counted
+        rep('m2', false, { newHash: T, receivedAtMs: start }),
+        rep('m3', false, { newHash: T, receivedAtMs: start + 1 }),
+        rep('m4', true, { newHash: T, receivedAtMs: start + 499 }), // still the same second
+      ]);
+      t.same(await q.rolloutHealth(db, [{ targetHash: T, sinceMs: start }]), [{ targetHash: T, success: 1, failure: 2 }]);
+      // Rows written before migration 0007 have whole seconds only: they count from the next second, as they did.
+      const legacy = (id: string, s: number) => ({ device_id: id, previous_hash: H(1), new_hash: T, success: 0, rollback_reason: 'x', timestamp: 1, received_at: s, received_at_ms: null });
+      await db.insertInto('reports').values([legacy('m5', Math.floor(start / 1000)), legacy('m6', Math.ceil(start / 1000))]).execute();
+      t.same(await q.rolloutHealth(db, [{ targetHash: T, sinceMs: start }]), [{ targetHash: T, success: 1, failure: 3 }], 'm6, of the next second, counts; m5 cannot be placed and does not');
     });
 
     await t.test('retention deletes devices not seen and reports received before the limits', async (t) => {

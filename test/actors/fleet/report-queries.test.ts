@@ -3,7 +3,7 @@ import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.
 import * as q from '../../../src/actors/fleet/fleet-queries.js';
 import { ENGINES, openTestDatabase } from '../../helpers/databases.js';
 
-// The two reads the console needs beyond interface.md: devices not seen for a while, and the
+// The two reads the console needs beyond the documented reads of docs/fleet.md: devices not seen for a while, and the
 // newest reports across the fleet (failed updates with their reasons). Both engines.
 
 const H = (n: number) => n.toString(16).padStart(64, '0');

@@ -9,7 +9,7 @@ import { parseRolloutPlan } from '../../../src/shared/rollout-plan.js';
 
 const H1 = '1'.repeat(64);
 const H2 = '2'.repeat(64);
-const track: Track = { key: 'app/linux/arm64', name: 'app', os: 'linux', arch: 'arm64', version: '1.2.0', hash: H1, size: 10, source: 'api', binary: '/srv/app', history: [H2] };
+const track: Track = { key: 'app/linux/arm64', name: 'app', os: 'linux', arch: 'arm64', version: '1.2.0', hash: H1, size: 10, source: 'api', binary: '/srv/app', history: [H2], sequence: 1_800_000_000 };
 const state: PersistedState = { default: 'app/linux/arm64', configDefault: '', tracks: [track] };
 
 t.test('a written state reads back the same', async (t) => {
@@ -71,5 +71,30 @@ t.test('a track\'s rollout is recorded in full and checked on load', async (t) =
     const doc = structuredClone(good);
     damage(doc.tracks[0].rollout);
     t.throws(() => decodeState(doc, '/var/state.json'), { code: 'STATE_CORRUPT', message: /tracks\[0\]\.rollout/ }, why);
+  }
+});
+
+t.test('a field left out is refused like a wrong one, and named', async (t) => {
+  // A decoder whose check of a field is skipped when the field is absent would let a file
+  // without its format or version marker (or a rollout without its counts) through.
+  const good = JSON.parse(encodeState(state));
+  const missing: [string, (doc: any) => void, RegExp][] = [
+    ['no format', (d) => delete d.format, / format is undefined, expected "updater-state"/],
+    ['no version', (d) => delete d.version, / version is undefined; this server reads version 1/],
+    ['no tracks', (d) => delete d.tracks, / tracks must be a list/],
+    ['a track without its version', (d) => delete d.tracks[0].version, / tracks\[0\]\.version must be a non-empty string/],
+    ['a track without its history', (d) => delete d.tracks[0].history, / tracks\[0\]\.history must be a list of hashes/],
+  ];
+  for (const [why, damage, message] of missing) {
+    const doc = structuredClone(good);
+    damage(doc);
+    t.throws(() => decodeState(doc, '/var/state.json'), { code: 'STATE_CORRUPT', message }, why);
+  }
+  const plan = parseRolloutPlan({ steps: [50, 100], step_interval: '1h' });
+  const withRollout = JSON.parse(encodeState({ ...state, tracks: [{ ...track, rollout: startRollout(plan, { hash: H1, version: '1.2.0', size: 10 }, { stable: null, held: [] }, 1_700_000_000_000) }] }));
+  for (const field of ['reports', 'held', 'rollback', 'paused_reason', 'started_at_ms']) {
+    const doc = structuredClone(withRollout);
+    delete doc.tracks[0].rollout[field];
+    t.throws(() => decodeState(doc, '/var/state.json'), { code: 'STATE_CORRUPT', message: new RegExp(`tracks\\[0\\]\\.rollout ${field} `) }, `a rollout without ${field}`);
   }
 });

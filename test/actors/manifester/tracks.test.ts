@@ -1,8 +1,8 @@
 import t from 'tap';
-import { TrackTable, type Track } from '../../../src/actors/manifester/tracks.js';
+import { TrackTable, type PublishedTarget } from '../../../src/actors/manifester/tracks.js';
 
 const hash = (c: string) => c.repeat(64);
-const target = (c: string, version = c): Omit<Track, 'history'> => ({
+const target = (c: string, version = c): PublishedTarget => ({
   key: 'app', name: 'app', os: '', arch: '', version, hash: hash(c), size: 1, source: 'config', binary: `/srv/${c}.bin`,
 });
 

@@ -6,8 +6,9 @@ import { validateConfig } from '../../../src/shared/config/load.js';
 import { makeFixture } from '../../helpers/fixture.js';
 import { configDocument } from '../../helpers/server.js';
 import { makeTestPki } from '../../helpers/tls.js';
+import { needs } from '../../helpers/system-tools.js';
 
-t.test('listen.https, listen.admin and tls: what is refused before anything listens', async (t) => {
+t.test('listen.https, listen.admin and tls: what is refused before anything listens', needs('openssl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const pki = await makeTestPki(fixture.dir);
@@ -40,7 +41,7 @@ t.test('listen.https, listen.admin and tls: what is refused before anything list
   t.doesNotThrow(() => load({ listen: { http: '127.0.0.1:0', admin: '127.0.0.1:0' } }), 'port 0 (any free port) may repeat');
 });
 
-t.test('the agent\'s ca_file', async (t) => {
+t.test('the agent\'s ca_file', needs('openssl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const pki = await makeTestPki(fixture.dir);

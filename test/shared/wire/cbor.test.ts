@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decodeManifest, encodeHeartbeat, encodeManifest, encodeReport, heartbeatFields, reportFields } from '../../../src/shared/wire/cbor.js';
+import { decodeManifest, encodeCoapManifest, encodeHeartbeat, encodeManifest, encodeReport, heartbeatFields, reportFields } from '../../../src/shared/wire/cbor.js';
 import type { Manifest } from '../../../src/messages/manifester.js';
 import { validateHeartbeat } from '../../../src/shared/wire/validate.js';
 
@@ -10,6 +10,9 @@ t.test('a heartbeat with integer keys validates like its JSON twin', async (t) =
   const cbor = encodeHeartbeat(json);
   t.same(heartbeatFields(cbor), json, 'integer keys map back to the JSON names, nested map included');
   t.same(validateHeartbeat(heartbeatFields(cbor)), validateHeartbeat(json));
+  t.same(validateHeartbeat(heartbeatFields(cbor)), {
+    deviceId: 'd-1', versionHash: hash, artifact: 'app/linux/arm64', version: '1.0', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 1 << 28, hwFreeDisk: 2 ** 40, timestamp: 1_700_000_000,
+  }, 'one typed heartbeat, every field read once (64-bit integers as numbers)');
   t.ok(cbor.length < JSON.stringify(json).length * 0.8, `CBOR ${cbor.length} bytes against JSON ${JSON.stringify(json).length}`);
 });
 
@@ -56,4 +59,14 @@ t.test('a report round-trips through its integer keys', async (t) => {
 
 t.test('a manifest body that is not a map is MALFORMED_BODY', async (t) => {
   t.throws(() => decodeManifest(Buffer.from([0x01])), { code: 'MALFORMED_BODY' });
+});
+
+t.test('a manifest for CoAP carries a Block2 chunk size and the chunk count that follows from it', async (t) => {
+  const manifest = { update_available: true, target_version: '2.0', target_hash: hash, target_size: 300_000, delta_size: 5_000, delta_hash: hash, chunk_size: 65_536, total_chunks: 1, artifact: 'app', delta_endpoint: '/delta/x/y', signature: 'ab'.repeat(64) } as Manifest;
+  const coap = decodeManifest(encodeCoapManifest(manifest));
+  t.same(coap, { ...manifest, chunk_size: 1024, total_chunks: 5 }, '64 KiB becomes 1024, 5,000 bytes five blocks; nothing else changes');
+  const small = { ...manifest, chunk_size: 512, total_chunks: 10 };
+  t.same(decodeManifest(encodeCoapManifest(small)), small, 'a chunk size that is already a Block2 size is left as it is');
+  const bytes = encodeCoapManifest(manifest);
+  t.equal(bytes.buffer.byteLength, bytes.byteLength, 'its own exactly sized buffer: it crosses threads without the encoder\'s');
 });

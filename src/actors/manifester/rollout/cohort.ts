@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-// The rollout cohort (interface.md, "Staged rollouts"): a device is in the rollout of target T
+// The rollout cohort (docs/rollouts.md, "Who gets the new build"): a device is in the rollout of target T
 // when uint32_be(sha256(device_id + ":" + T)[0..4]) % 10000 < percent * 100. It needs no
 // stored state, so every replica decides alike, and a device once in stays in as the percent
 // grows (its bucket does not depend on the percent).

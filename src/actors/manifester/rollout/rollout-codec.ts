@@ -1,11 +1,14 @@
+import { z } from 'zod';
 import { isSha256Hex } from '../../../shared/hash.js';
+import { firstProblem } from '../../../shared/input.js';
 import { isPercent, parseRolloutPlan } from '../../../shared/rollout-plan.js';
 import type { PausedReason, Rollout, RolloutState, TargetRef } from './rollout.js';
 
 // A rollout as `store.state_file` records it, with everything a restart needs to go on where
 // it stopped: times in milliseconds, the stable target with its label and size, the held
 // targets. Read back with the same checks as a publish, so a hand-edited file cannot bring in
-// a rollout the API would have refused.
+// a rollout the API would have refused: a zod decoder for its shape, then the checks that span
+// fields.
 
 export interface PersistedRollout {
   target: TargetRef;
@@ -45,52 +48,62 @@ export function encodeRollout(r: Rollout): PersistedRollout {
   };
 }
 
-const STATES: readonly RolloutState[] = ['running', 'paused', 'complete', 'aborted'];
+const STATES = ['running', 'paused', 'complete', 'aborted'] as const satisfies readonly RolloutState[];
+
+/** A value that passes `guard`, or an issue with `message` at its key path. */
+export const checked = <T>(guard: (value: unknown) => value is T, message: string) => z.custom<T>(guard, { error: message });
+export const isText = (v: unknown): v is string => typeof v === 'string' && v !== '';
+/** A count, a size or a time: a non-negative safe integer. */
+export const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+export const isHashList = (v: unknown): v is string[] => Array.isArray(v) && v.every(isSha256Hex);
+
+const targetRef = z.object({
+  hash: checked(isSha256Hex, 'must be 64 lowercase hex characters'),
+  version: checked(isText, 'must be a non-empty string'),
+  size: checked(isCount, 'must be a non-negative integer'),
+}, { error: 'must be an object' });
+
+const time = checked(isCount, 'must be a time in milliseconds');
+
+/** The shape of a recorded rollout; what spans fields (the plan, the state's rules) is checked after. */
+const persistedRollout = z.object({
+  target: targetRef,
+  stable: targetRef.nullable(),
+  steps: z.unknown().optional(),
+  step_interval: z.unknown().optional(),
+  max_failure_rate: z.unknown().optional(),
+  min_reports: z.unknown().optional(),
+  percent: checked(isPercent, 'must be a number from 0 to 100'),
+  state: z.enum(STATES, { error: `must be one of ${STATES.join(', ')}` }),
+  paused_reason: z.enum(['failure_rate', 'operator'], { error: 'does not fit the state' }).nullable(),
+  rollback: z.boolean({ error: 'must be true or false' }),
+  started_at_ms: time,
+  health_since_ms: time,
+  next_step_at_ms: time.nullable(),
+  reports: z.object({
+    success: checked(isCount, 'must be a count'),
+    failure: checked(isCount, 'must be a count'),
+  }, { error: 'must hold success and failure counts' }),
+  held: checked(isHashList, 'must be a list of hashes'),
+}, { error: 'is not an object' });
 
 /** Throws with the problem (the caller names the file and the track); `trackHash` is the track's target. */
 export function decodeRollout(value: unknown, trackHash: string): Rollout {
-  const fail = (problem: string): never => {
-    throw new Error(problem);
-  };
-  if (!isRecord(value)) return fail('is not an object');
+  const parsed = persistedRollout.safeParse(value);
+  if (!parsed.success) throw new Error(firstProblem(parsed.error.issues));
+  const r = parsed.data;
   let plan;
   try {
-    plan = parseRolloutPlan({ steps: value.steps, step_interval: value.step_interval, max_failure_rate: value.max_failure_rate, min_reports: value.min_reports });
+    plan = parseRolloutPlan({ steps: r.steps, step_interval: r.step_interval, max_failure_rate: r.max_failure_rate, min_reports: r.min_reports });
   } catch (err) {
-    return fail((err as Error).message);
+    throw new Error((err as Error).message, { cause: err });
   }
-  const target = targetRef(value.target, 'target', fail);
-  if (target.hash !== trackHash) fail(`target.hash is not the track's hash ${trackHash}`);
-  const stable = value.stable === null ? null : targetRef(value.stable, 'stable', fail);
-  if (!isPercent(value.percent)) fail('percent must be a number from 0 to 100');
-  const state = value.state as RolloutState;
-  if (!STATES.includes(state)) fail(`state must be one of ${STATES.join(', ')}`);
-  const pausedReason = value.paused_reason as PausedReason | null;
-  if (state === 'paused' ? pausedReason !== 'failure_rate' && pausedReason !== 'operator' : pausedReason !== null) fail('paused_reason does not fit the state');
-  if (typeof value.rollback !== 'boolean') fail('rollback must be true or false');
-  const time = (v: unknown, field: string) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : fail(`${field} must be a time in milliseconds`));
-  const nextStepAtMs = value.next_step_at_ms === null ? null : time(value.next_step_at_ms, 'next_step_at_ms');
-  if ((state === 'running') !== (nextStepAtMs !== null)) fail('next_step_at_ms is set exactly when the rollout runs');
-  const reports = value.reports;
-  const count = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-  if (!isRecord(reports) || !count(reports.success) || !count(reports.failure)) fail('reports must hold success and failure counts');
-  if (!Array.isArray(value.held) || !value.held.every(isSha256Hex)) fail('held must be a list of hashes');
+  if (r.target.hash !== trackHash) throw new Error(`target.hash is not the track's hash ${trackHash}`);
+  const pausedReason = r.paused_reason;
+  if (r.state === 'paused' ? pausedReason === null : pausedReason !== null) throw new Error('paused_reason does not fit the state');
+  if ((r.state === 'running') !== (r.next_step_at_ms !== null)) throw new Error('next_step_at_ms is set exactly when the rollout runs');
   return {
-    target, stable, plan, percent: value.percent as number, state, pausedReason, rollback: value.rollback as boolean,
-    startedAtMs: time(value.started_at_ms, 'started_at_ms'), healthSinceMs: time(value.health_since_ms, 'health_since_ms'), nextStepAtMs,
-    reports: { success: (reports as Record<string, number>).success!, failure: (reports as Record<string, number>).failure! },
-    held: [...(value.held as string[])],
+    target: r.target, stable: r.stable, plan, percent: r.percent, state: r.state, pausedReason, rollback: r.rollback,
+    startedAtMs: r.started_at_ms, healthSinceMs: r.health_since_ms, nextStepAtMs: r.next_step_at_ms, reports: r.reports, held: [...r.held],
   };
-}
-
-function targetRef(value: unknown, field: string, fail: (problem: string) => never): TargetRef {
-  if (!isRecord(value)) return fail(`${field} must be an object`);
-  if (!isSha256Hex(value.hash)) fail(`${field}.hash must be 64 lowercase hex characters`);
-  if (typeof value.version !== 'string' || value.version === '') fail(`${field}.version must be a non-empty string`);
-  if (typeof value.size !== 'number' || !Number.isSafeInteger(value.size) || value.size < 0) fail(`${field}.size must be a non-negative integer`);
-  return { hash: value.hash as string, version: value.version as string, size: value.size as number };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -8,12 +8,12 @@ import type { TrackTable } from '../tracks.js';
 // Drives the rollouts of every track: the operator's commands, and once a tick the health
 // check and the timer, in that order (a rollout that is failing pauses before it widens).
 //
-//   tick ─▶ fleet.rolloutHealth({target, since}[]) ─▶ judgeHealth ─▶ maybe paused
+//   tick ─▶ fleet.rolloutHealth({target, sinceMs}[]) ─▶ judgeHealth ─▶ maybe paused
 //        └▶ advance (step due?)                                    ─▶ next step / complete
 //   each change ─▶ TrackAdmin.updateRollout ─▶ table + state file
 
-/** The fleet actor's health counts: the latest report per device for the target, received at or after `since` (Unix seconds). */
-export type RolloutHealthSource = (queries: readonly { targetHash: string; since: number }[]) => Promise<readonly { targetHash: string; success: number; failure: number }[]>;
+/** The fleet actor's health counts: the latest report per device for the target, received at or after `sinceMs` (Unix milliseconds). */
+export type RolloutHealthSource = (queries: readonly { targetHash: string; sinceMs: number }[]) => Promise<readonly { targetHash: string; success: number; failure: number }[]>;
 
 export interface RolloutControlDeps {
   readonly tracks: TrackTable;
@@ -76,8 +76,8 @@ export class RolloutControl {
     if (!health) return;
     const running = this.deps.tracks.all().flatMap((t) => (t.rollout?.state === 'running' ? [{ key: t.key, rollout: t.rollout }] : []));
     if (running.length === 0) return;
-    // Rounded up: a report from the second of a resume but before it must not count.
-    const queries = running.map(({ rollout }) => ({ targetHash: rollout.target.hash, since: Math.ceil(rollout.healthSinceMs / 1000) }));
+    // To the millisecond: a report received right after a start or resume counts, one before it does not.
+    const queries = running.map(({ rollout }) => ({ targetHash: rollout.target.hash, sinceMs: rollout.healthSinceMs }));
     let answers;
     try {
       answers = await health(queries);

@@ -3,7 +3,7 @@ import { UpdaterError } from '../../../shared/errors.js';
 import type { RolloutPlan } from '../../../shared/rollout-plan.js';
 import { inCohort } from './cohort.js';
 
-// The staged-rollout state machine (interface.md, "Staged rollouts"). Pure: every function
+// The staged-rollout state machine (docs/rollouts.md). Pure: every function
 // takes the rollout and the time and returns the next rollout (the same object when nothing
 // changes), so the manifester persists exactly what changed and tests need no clock.
 //

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import t from 'tap';
 import { ClusterTracks } from '../../../../src/actors/manifester/cluster/cluster-tracks.js';
-import { TrackTable, type Track } from '../../../../src/actors/manifester/tracks.js';
+import { TrackTable, type PublishedTarget } from '../../../../src/actors/manifester/tracks.js';
 import { createLogger } from '../../../../src/shared/logger.js';
 import { openTestDatabase } from '../../../helpers/databases.js';
 
@@ -9,7 +9,7 @@ import { openTestDatabase } from '../../../helpers/databases.js';
 // actors: what a change writes, what the other one reads back, and what a failed change leaves.
 
 const hash = (c: string) => c.repeat(64);
-const target = (key: string, c: string): Omit<Track, 'history'> => ({
+const target = (key: string, c: string): PublishedTarget => ({
   key, name: key, os: '', arch: '', version: c, hash: hash(c), size: 1, source: 'api', binary: `/srv/${c}.bin`,
 });
 
@@ -35,9 +35,13 @@ t.test('a change on one replica is read back by the other, with the keys that ch
   t.equal(b.tracks.default, 'app');
   t.same(b.changed, [['app']], 'the other replica is told which track changed');
 
+  t.equal(b.tracks.get('app')?.sequence, a.tracks.get('app')?.sequence, 'both replicas number the release alike');
+
   await b.cluster.change(() => void b.tracks.publish(target('app', 'b'), 3));
   await a.cluster.refresh();
   t.same(a.tracks.get('app')?.history, [hash('a')], 'history travels with the track');
+  t.equal(a.tracks.get('app')?.sequence, b.tracks.get('app')?.sequence, 'the sequence of a publish on B is the one A reads back');
+  t.ok(a.tracks.get('app')!.sequence > 0);
   const before = a.changed.length;
   await a.cluster.refresh();
   t.equal(a.changed.length, before, 'an unchanged revision reads nothing and tells nothing');

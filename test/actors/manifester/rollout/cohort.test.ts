@@ -1,12 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import t from 'tap';
 import { cohortBucket, inCohort } from '../../../../src/actors/manifester/rollout/cohort.js';
+import { needs } from '../../../helpers/system-tools.js';
 
 const T = '3f'.repeat(32);
 const ids = Array.from({ length: 400 }, (_, i) => (i % 7 === 0 ? `gerät-ü-${i}` : `dev-${i.toString().padStart(4, '0')}`));
 const PERCENTS = [0, 0.01, 5, 10, 12.34, 50, 99.99, 100];
 
-// The formula of interface.md computed by another implementation: Python's hashlib and
+// The formula of docs/rollouts.md ("Who gets the new build") computed by another implementation: Python's hashlib and
 // struct, fed the same ids as UTF-8. Any difference in byte order, encoding or the
 // separator would show here.
 const PYTHON = `
@@ -19,7 +20,7 @@ for d in doc["ids"]:
 print(json.dumps(out))
 `;
 
-t.test('the cohort matches an independent computation (Python hashlib)', async (t) => {
+t.test('the cohort matches an independent computation (Python hashlib)', needs('python3'), async (t) => {
   const expected = JSON.parse(execFileSync('python3', ['-c', PYTHON], { input: JSON.stringify({ ids, target: T, percents: PERCENTS }) }).toString()) as { bucket: number; in: boolean[] }[];
   t.equal(expected.length, ids.length);
   let mismatches = 0;
@@ -32,7 +33,7 @@ t.test('the cohort matches an independent computation (Python hashlib)', async (
   t.equal(mismatches, 0, 'every bucket and every membership agrees');
 });
 
-t.test('the cohort agrees with openssl for one device', async (t) => {
+t.test('the cohort agrees with openssl for one device', needs('openssl'), async (t) => {
   const digest = execFileSync('openssl', ['dgst', '-sha256', '-binary'], { input: Buffer.from(`dev-0001:${T}`, 'utf8') });
   t.equal(cohortBucket('dev-0001', T), digest.readUInt32BE(0) % 10000);
 });
