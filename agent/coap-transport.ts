@@ -4,7 +4,7 @@ import { isIPv6 } from 'node:net';
 import { generate, parse, type NamedOption, type ParsedPacket } from 'coap-packet';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import { encodeBlockOption, MAX_BLOCK_BYTES, parseBlockOption, type BlockOption } from '../src/shared/wire/block2.js';
-import { decodeCertificate, decodeManifest, encodeHeartbeat, encodeReport } from '../src/shared/wire/cbor.js';
+import { decodeAuthAnswer, decodeCertificate, decodeManifest, encodeAuthRequest, encodeHeartbeat, encodeReport } from '../src/shared/wire/cbor.js';
 import { ECHO_OPTION, echoValue } from '../src/shared/wire/echo.js';
 import type { HeartbeatWire, ReportWire } from '../src/shared/wire/keys.js';
 import { transportError, type DownloadSink, type Transport } from './transport.js';
@@ -44,6 +44,8 @@ export class CoapTransport implements Transport {
   private nextMessageId = randomInt(0, 0x10000);
   /** The last Echo value the server sent (see request). */
   private echo: Buffer | undefined;
+  /** The device token, sent as the Uri-Query option `auth=` (enroll.ts sets it when the device has an identity). */
+  token: string | undefined;
 
   constructor(baseUrl: string) {
     const url = new URL(baseUrl);
@@ -110,7 +112,8 @@ export class CoapTransport implements Transport {
     const key = token.toString('hex');
     const messageId = this.nextMessageId = (this.nextMessageId + 1) & 0xffff;
     const pathOptions: NamedOption[] = path.split('/').filter(Boolean).map((segment) => ({ name: 'Uri-Path', value: Buffer.from(segment) }));
-    const packet = { code: method, messageId, token, confirmable: true, options: [...pathOptions, ...options], ...(payload ? { payload } : {}) };
+    const auth: NamedOption[] = this.token ? [{ name: 'Uri-Query', value: Buffer.from(`auth=${this.token}`) }] : [];
+    const packet = { code: method, messageId, token, confirmable: true, options: [...pathOptions, ...auth, ...options], ...(payload ? { payload } : {}) };
     return new Promise<ParsedPacket>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       const finish = () => {
@@ -164,6 +167,17 @@ export class CoapTransport implements Transport {
       return decodeManifest(response.payload);
     } catch (err) {
       throw new UpdaterError('AGENT_MANIFEST_INVALID', `the manifest ${(err as Error).message.replace(/^the (body|manifest) /, '')}`);
+    }
+  }
+
+  /** POST /auth (devices.auth): `{1: token, 2: expires_in}` or `{3: "pending", 4: retry_after}`. */
+  async authenticate(request: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>> {
+    const response = await this.request('POST', '/auth', [{ name: 'Content-Format', value: CBOR_FORMAT }], encodeAuthRequest(request), timeoutMs);
+    if (response.code !== '2.05') this.refuse(response, 'auth');
+    try {
+      return decodeAuthAnswer(response.payload);
+    } catch (err) {
+      throw new UpdaterError('AGENT_REQUEST_REFUSED', `coap: the auth answer ${(err as Error).message}`);
     }
   }
 

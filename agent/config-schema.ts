@@ -64,6 +64,13 @@ export function agentSchema(base: string) {
       const text = readText(value);
       return text === undefined ? undefined : resolvedAgainst(base, text);
     }),
+    identityKeyFile: leaf('identity_key_file', {
+      default: '(none: no device token)',
+      meaning: 'the device\'s Ed25519 key (PKCS#8 PEM), created with mode 0600 at first start when absent; with it the agent authenticates (`POST /auth`) and sends its token on every request; relative to the configuration file',
+    }, (value) => {
+      const text = readText(value);
+      return text === undefined ? undefined : resolvedAgainst(base, text);
+    }),
     coapUrl: url('coap_url', 'coap:', 'base address `coap://host:port`', '(none)'),
     primary: leaf('primary', { default: '`http` when `http_url` is set', meaning: 'the transport every operation starts with' }, (value) => {
       if (value !== undefined && value !== 'http' && value !== 'coap') throw new Problem('must be http or coap');

@@ -30,6 +30,8 @@ function verifyingFetch(ca: string): { fetch: Fetch; close(): Promise<void> } {
 
 export class HttpTransport implements Transport {
   readonly name = 'http' as const;
+  /** The device token sent as `Authorization: Bearer` (enroll.ts sets it when the device has an identity). */
+  token: string | undefined;
   private readonly client: { fetch: Fetch; close(): Promise<void> };
 
   /** With `caCertificates`, an https:// server must present a certificate that chains to them. */
@@ -39,7 +41,8 @@ export class HttpTransport implements Transport {
 
   private async request(path: string, init: RequestInit, what: string): Promise<Response> {
     try {
-      return await this.client.fetch(`${this.baseUrl}${path}`, init);
+      const headers = this.token ? { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${this.token}` } : init.headers;
+      return await this.client.fetch(`${this.baseUrl}${path}`, { ...init, ...(headers ? { headers } : {}) });
     } catch (err) {
       // An abort carrying our own reason (too slow, too large) is not a transport problem.
       if (isUpdaterError(init.signal?.reason)) throw init.signal!.reason;
@@ -72,6 +75,19 @@ export class HttpTransport implements Transport {
       return JSON.parse(text);
     } catch {
       throw new UpdaterError('AGENT_MANIFEST_INVALID', 'the manifest is not valid JSON');
+    }
+  }
+
+  /** POST /auth (devices.auth): the token (200) or the pending state (202). */
+  async authenticate(request: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>> {
+    const response = await this.request('/auth', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request), signal: AbortSignal.timeout(timeoutMs),
+    }, 'auth');
+    if (response.status !== 200 && response.status !== 202) return this.refuse(response, 'auth');
+    try {
+      return await response.json() as Record<string, unknown>;
+    } catch (err) {
+      throw transportError('http', 'auth', err);
     }
   }
 

@@ -14,6 +14,8 @@ import { lockSlotDir } from './lock.js';
 import { SlotDir } from './slots.js';
 import { StateStore } from './state.js';
 import type { Transport } from './transport.js';
+import { EnrolledTransport, enrollmentRetryMs } from './enroll.js';
+import { DeviceIdentity } from './identity.js';
 
 export interface AgentRunOptions {
   once: boolean;
@@ -26,16 +28,18 @@ export type CycleResult =
   | { ok: true; boot: BootOutcome; outcome: CycleOutcome }
   | { ok: false; boot?: BootOutcome; error: { code: string; message: string } };
 
-function transportFor(config: AgentConfig, name: 'http' | 'coap'): Transport | undefined {
-  if (name === 'http' && config.httpUrl) return new HttpTransport(config.httpUrl, config.caCertificates);
-  if (name === 'coap' && config.coapUrl) return new CoapTransport(config.coapUrl);
-  return undefined;
+function transportFor(config: AgentConfig, name: 'http' | 'coap', identity: DeviceIdentity | undefined, log: Logger): Transport | undefined {
+  const transport = name === 'http' && config.httpUrl ? new HttpTransport(config.httpUrl, config.caCertificates)
+    : name === 'coap' && config.coapUrl ? new CoapTransport(config.coapUrl) : undefined;
+  // With an identity, every request carries the device token (docs/agent.md, "Identity").
+  return transport && identity ? new EnrolledTransport(transport, identity, config.requestTimeoutMs, log) : transport;
 }
 
 export async function createAgent(config: AgentConfig, log: Logger): Promise<AgentContext> {
-  const primary = transportFor(config, config.primary);
+  const identity = config.identityKeyFile ? await DeviceIdentity.open(config.deviceId, config.identityKeyFile, config.slotDir, log) : undefined;
+  const primary = transportFor(config, config.primary, identity, log);
   if (!primary) throw Object.assign(new Error(`primary transport ${config.primary} has no URL`), { code: 'CONFIG_INVALID' });
-  const fallback = transportFor(config, config.primary === 'http' ? 'coap' : 'http');
+  const fallback = transportFor(config, config.primary === 'http' ? 'coap' : 'http', identity, log);
   const slots = new SlotDir(config.slotDir);
   await slots.open();
   const store = new StateStore(config.slotDir, log);
@@ -60,7 +64,8 @@ export async function runCycle(ctx: AgentContext): Promise<CycleResult> {
     ctx.state.consecutiveFailures += 1;
     // ENOSPC may also surface from a state-file write, outside the download and patch code.
     const diskFull = (isUpdaterError(err) && err.code === 'AGENT_DISK_FULL') || (err as NodeJS.ErrnoException).code === 'ENOSPC';
-    ctx.state.backoffUntil = Date.now() + retryDelay(ctx.state.consecutiveFailures, diskFull, ctx.config);
+    // A device waiting for an operator asks again when the server said, not on the error backoff.
+    ctx.state.backoffUntil = Date.now() + (enrollmentRetryMs(err) ?? retryDelay(ctx.state.consecutiveFailures, diskFull, ctx.config));
     await ctx.store.save(ctx.state).catch((saveErr: Error) => ctx.log.error({ err: saveErr.message }, 'could not save agent state'));
     return { ok: false, ...(boot ? { boot } : {}), error: { code, message } };
   }

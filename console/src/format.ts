@@ -48,3 +48,11 @@ export function versionLabels(versions: readonly { version_hash: string; version
   for (const [, name] of names) counts.set(name, (counts.get(name) ?? 0) + 1);
   return new Map(names.map(([hash, name]) => [hash, name && counts.get(name) === 1 ? name : `${name || 'unknown'} ${hash.slice(0, 6)}`]));
 }
+
+/**
+ * A device key as an operator compares it: its first 16 hex characters in groups of four (what
+ * `updater pubkey --key FILE` prints starts the same way); the whole key is in the title.
+ */
+export function keyFingerprint(publicKey: string | null | undefined): string {
+  return publicKey ? (publicKey.slice(0, 16).match(/.{4}/g) ?? []).join(':') : '—';
+}

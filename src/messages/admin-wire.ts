@@ -62,11 +62,18 @@ export interface DeviceView {
   version_hash: string;
   version: string;
   hw_info: { arch: string; os: string; free_ram: number; free_disk: number };
-  transport: Transport;
+  /** '' for a device known only by its identity (it authenticated but sent no heartbeat yet). */
+  transport: Transport | '';
   first_seen: number;
   last_seen: number;
   last_report: { success: boolean; new_hash: string; rollback_reason: string; at: number } | null;
+  /** Device identity (devices.auth); null for a device that never authenticated. Set by the fleet actor on every answer. */
+  auth_state?: DeviceAuthState | null;
+  public_key?: string | null;
 }
+
+export type DeviceAuthState = 'pending' | 'accepted' | 'rejected' | 'preauthorized';
+export const DEVICE_AUTH_STATES: readonly DeviceAuthState[] = ['pending', 'accepted', 'rejected', 'preauthorized'];
 
 export interface ReportView {
   previous_hash: string;

@@ -1,5 +1,7 @@
-import type { DeviceView, FleetReportView, FleetSummary, ReportView } from './admin-wire.js';
+import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceView, type FleetReportView, type FleetSummary, type ReportView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
+import type { AuthOutcome, AuthRequest } from '../shared/device-auth.js';
+import type { DeviceTrust } from '../shared/device-token.js';
 import { OPERATORS_DEADLINES_MS, type OperatorsApi } from './operators.js';
 import type { WebhookEvent } from '../shared/webhooks/events.js';
 import type { WebhookState } from './webhooks.js';
@@ -55,7 +57,8 @@ export interface FleetBatch {
 }
 
 /** The admin API's inventory answers (defined in admin-wire.ts, which the console imports). */
-export type { DeviceView, FleetReportView, FleetSummary, ReportView };
+export type { DeviceAuthState, DeviceView, FleetReportView, FleetSummary, ReportView };
+export { DEVICE_AUTH_STATES };
 
 /** `GET /admin/devices`, already validated by the front-end. */
 export interface DeviceQuery {
@@ -68,6 +71,8 @@ export interface DeviceQuery {
   readonly limit: number;
   /** Only device ids after this one (the decoded cursor). */
   readonly after?: string;
+  /** Only devices in this enrollment state (identities that never sent a heartbeat included). */
+  readonly authState?: DeviceAuthState;
 }
 
 export interface DevicePage {
@@ -115,6 +120,24 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   /** Puts events into the webhooks' outbox; durable when it resolves (src/actors/webhook-events.ts sends them). */
   recordEvents(events: readonly WebhookEvent[]): Promise<void>;
   webhookState(): Promise<WebhookState>;
+  /**
+   * A verified auth request (signature and clock checked by the front-end): replay, key binding
+   * and enrollment state are decided here; throws DEVICE_AUTH_FAILED, DEVICE_NOT_ACCEPTED,
+   * DEVICE_KEY_MISMATCH or DEVICE_PENDING_FULL.
+   */
+  authenticate(request: AuthRequest): Promise<AuthOutcome>;
+  /** The token key and revocations; waits (up to 20 s) while `knownVersion` is still current. */
+  deviceTrust(knownVersion: string): Promise<DeviceTrust>;
+  /** Operator accept or reject; DEVICE_NOT_FOUND for an unknown device. */
+  setDeviceState(deviceId: string, action: 'accept' | 'reject'): Promise<DeviceView>;
+  preauthorize(devices: readonly PreauthorizedDevice[]): Promise<{ added: number; device_ids: string[] }>;
+  /** Forgets the device (inventory, reports, key binding) and revokes its tokens; false when unknown. */
+  deleteDevice(deviceId: string): Promise<boolean>;
+}
+
+export interface PreauthorizedDevice {
+  readonly device_id: string;
+  readonly public_key: string;
 }
 
 export const FLEET_DEADLINES_MS = {
@@ -131,4 +154,10 @@ export const FLEET_DEADLINES_MS = {
   flush: 30_000,
   recordEvents: 10_000,
   webhookState: 10_000,
+  authenticate: 10_000,
+  /** Answers within 20 s by itself (a long poll). */
+  deviceTrust: 30_000,
+  setDeviceState: 10_000,
+  preauthorize: 60_000,
+  deleteDevice: 10_000,
 } as const satisfies Deadlines<FleetApi>;

@@ -53,6 +53,10 @@ export const ADMIN_ROUTE_ROLES: readonly RouteRole[] = [
   { method: 'GET', path: '/admin/tokens', role: 'admin' },
   { method: 'POST', path: '/admin/tokens', role: 'admin' },
   { method: 'DELETE', path: '/admin/tokens/:id', role: 'admin' },
+  { method: 'POST', path: '/admin/devices/:id/accept', role: 'operate' },
+  { method: 'POST', path: '/admin/devices/:id/reject', role: 'operate' },
+  { method: 'POST', path: '/admin/devices/preauthorize', role: 'operate' },
+  { method: 'DELETE', path: '/admin/devices/:id', role: 'operate' },
 ];
 
 /** Whether a token of `role` may call a route that needs `needed`. */

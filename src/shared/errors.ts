@@ -75,6 +75,15 @@ export const ERRORS = {
   RELEASE_REFUSED: { http: 502, coap: '5.02', message: 'the release statement of an answer does not verify, has expired, or is older than the running release' },
   // Uploads into the store (docs/operations.md, "Uploads").
   HASH_MISMATCH: { http: 400, coap: '4.00', message: 'the uploaded bytes do not hash to X-Content-SHA256; nothing was stored' },
+  // Device identity (devices.auth, docs/protocol.md "Device authentication").
+  DEVICE_AUTH_FAILED: { http: 401, coap: '4.01', message: 'the auth request\'s signature does not verify, its timestamp is outside the clock window, or it is not newer than the device\'s last one' },
+  DEVICE_NOT_ACCEPTED: { http: 403, coap: '4.03', message: 'the device is rejected, or unknown while enrollment is preauthorized' },
+  DEVICE_KEY_MISMATCH: { http: 403, coap: '4.03', message: 'the device id is bound to another key' },
+  DEVICE_TOKEN_INVALID: { http: 401, coap: '4.01', message: 'a valid device token is required (missing, unknown, expired or revoked)' },
+  DEVICE_MISMATCH: { http: 403, coap: '4.03', message: 'the request names another device than its token' },
+  DEVICE_PENDING_FULL: { http: 429, coap: '4.29', message: 'devices.max_pending enrollments are already waiting; retry later' },
+  AGENT_ENROLLMENT_PENDING: { http: 403, coap: '4.03', message: 'the device key waits for an operator to accept it' },
+  AGENT_IDENTITY_INVALID: { http: 500, coap: '5.00', message: 'identity_key_file cannot be read or is not an Ed25519 PKCS#8 PEM key' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -1,4 +1,5 @@
 import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { expectExit, makeDevice, startUpdateWorld, type Device, type UpdateWorld } from '../helpers/agent.js';
 import { sha256Hex } from '../helpers/fixture.js';
@@ -6,9 +7,13 @@ import { startProxy, type Proxy } from '../helpers/proxy.js';
 
 // The agent is killed with SIGKILL at each step of the update cycle (the test-only fault
 // hook of agent/fault.ts) and started again. Whatever the step, `current` names a slot
-// holding the old or the new target, and a later cycle finishes the update.
+// holding the old or the new target, and a later cycle finishes the update. Each device has an
+// identity (devices.auth on): a kill also lands between an auth request and keeping its token.
 
-const world: UpdateWorld = await startUpdateWorld(t);
+const world: UpdateWorld = await startUpdateWorld(t, undefined, { devices: { auth: 'on', enrollment: 'open' } });
+let devices = 0;
+/** A device with its own identity key, made at its first start. */
+const identity = () => ({ identity_key_file: join(world.fixture.dir, `crash-identity-${++devices}.key`) });
 
 /** Runs clean cycles until the device runs v2 with no pending marker; checks the invariant after each. */
 async function finishes(t: Test, device: Device, oldHash: string): Promise<void> {
@@ -38,7 +43,7 @@ const DELTA_STEPS = ['after-heartbeat', 'after-signature-check', 'mid-download',
 
 for (const step of DELTA_STEPS) {
   t.test(`delta mode, killed ${step}: current stays valid and a later cycle finishes the update`, async (t) => {
-    const device = await makeDevice(world.fixture, world.server.url, world.v1Bytes);
+    const device = await makeDevice(world.fixture, world.server.url, world.v1Bytes, identity());
     await killedAt(t, device, step, world.v1Hash);
     await finishes(t, device, world.v1Hash);
   });
@@ -51,7 +56,7 @@ for (const step of ['mid-download', 'mid-patch']) {
       proxy = await startProxy(world.server.url);
       t.teardown(() => proxy!.close());
     }
-    const device = await makeDevice(world.fixture, proxy?.url ?? world.server.url, world.strangerBytes);
+    const device = await makeDevice(world.fixture, proxy?.url ?? world.server.url, world.strangerBytes, identity());
     const strangerHash = sha256Hex(world.strangerBytes);
     await killedAt(t, device, step, strangerHash);
     await finishes(t, device, strangerHash);

@@ -6,6 +6,9 @@ import { SignedManifests, FULL } from '../../src/actors/manifester/signer.js';
 import type { Manifest } from '../../src/messages/manifester.js';
 import { requestDatagram } from '../helpers/coap.js';
 import { publicKeyHex, signedMessage } from '../../src/shared/signing.js';
+import { authMessage, signAuthRequest } from '../../src/shared/device-auth.js';
+import { mintDeviceToken } from '../../src/shared/device-token.js';
+import { encodeAuthAnswer, encodeAuthRequest } from '../../src/shared/wire/cbor.js';
 import { signStatement, statementBytes } from '../../src/shared/release/statement.js';
 import { encodeCertificate } from '../../src/shared/wire/cbor.js';
 import { signCertificate } from '../../src/shared/release/certificate.js';
@@ -86,6 +89,7 @@ export function protocolExamples(): Record<string, string> {
     block2_answer_0_more_1024: encodeBlockOption(0, true, 1024).toString('hex'),
     block2_ask_5_1024: encodeBlockOption(5, false, 1024).toString('hex'),
     block2_ask_300_512: encodeBlockOption(300, false, 512).toString('hex'),
+    ...authExamples(),
     release_signed_string_hex: Buffer.from(statementBytes(subject, release.sequence, release.issued_at, release.expires_at)).toString('hex'),
     release_json: JSON.stringify(release),
     released_manifest_cbor: encodeManifest(released).toString('hex'),
@@ -97,4 +101,23 @@ export function protocolExamples(): Record<string, string> {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   for (const [name, value] of Object.entries(protocolExamples())) console.log(`${name}:\n${value}\n`);
+}
+
+/** POST /auth (docs/protocol.md, "Device authentication"): a device key (RFC 8032 test 2) and its request. */
+function authExamples(): Record<string, string> {
+  const seed = new Uint8Array(Buffer.from('4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb', 'hex'));
+  const request = signAuthRequest(seed, 'dev-0001', 1767225600);
+  const json = { device_id: request.deviceId, public_key: request.publicKey, timestamp: request.timestamp, signature: request.signature };
+  const token = mintDeviceToken(new Uint8Array(32).fill(0x42), 'dev-0001', 1767225600, 86400);
+  return {
+    auth_device_key: request.publicKey,
+    auth_signed_text: JSON.stringify(new TextDecoder().decode(authMessage(request.deviceId, request.publicKey, request.timestamp))),
+    auth_signature: request.signature,
+    auth_json: JSON.stringify(json),
+    auth_cbor: encodeAuthRequest(json).toString('hex'),
+    auth_token_json: JSON.stringify({ token, expires_in: 86400 }),
+    auth_token_cbor: encodeAuthAnswer({ token, expires_in: 86400 }).toString('hex'),
+    auth_pending_json: JSON.stringify({ state: 'pending', retry_after: 60 }),
+    auth_pending_cbor: encodeAuthAnswer({ state: 'pending', retry_after: 60 }).toString('hex'),
+  };
 }

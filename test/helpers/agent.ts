@@ -8,6 +8,8 @@ import { firmware, freePort, makeFixture, nextVersion, sha256Hex, type Fixture }
 import { heartbeatUntilSigned } from './http.js';
 import { UPDATER_BIN, startTestServer, type TestServer } from './server.js';
 import { childEnv } from './node-options.js';
+import { authHttp, TestDevice, tokenHttp } from './device-auth.js';
+import { adminCall } from './admin.js';
 
 // A provisioned device for end-to-end tests: a real slot directory (binary as slot-a,
 // `current` -> slot-a) and an agent configuration pointing at a server on loopback.
@@ -112,7 +114,7 @@ export interface UpdateWorld {
  * A real server whose track `app` ships v2 while a second track ships v1 (so it holds v1
  * and can make the v1 -> v2 delta), with full downloads allowed; both transfers are ready.
  */
-export async function startUpdateWorld(t: Test, size = 1_500_000, options: { coap?: boolean } = {}): Promise<UpdateWorld & { coapUrl?: string }> {
+export async function startUpdateWorld(t: Test, size = 1_500_000, options: { coap?: boolean; devices?: Record<string, unknown> } = {}): Promise<UpdateWorld & { coapUrl?: string }> {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const v1Bytes = firmware(size, 'w1');
@@ -123,12 +125,25 @@ export async function startUpdateWorld(t: Test, size = 1_500_000, options: { coa
   const server = await startTestServer(fixture, [
     { name: 'app', version: '2.0.0', binary: v2.path },
     { name: 'legacy', version: '1.0.0', binary: v1.path },
-  ], { default_artifact: 'app', allow_full_download: true, ...(coapPort ? { listen: { coap: `127.0.0.1:${coapPort}` } } : {}) });
+  ], {
+    default_artifact: 'app', allow_full_download: true,
+    ...(coapPort ? { listen: { coap: `127.0.0.1:${coapPort}` } } : {}),
+    ...(options.devices ? { devices: options.devices } : {}),
+  });
   t.teardown(() => server.stop());
   const strangerBytes = firmware(200_000, 'stranger');
-  await heartbeatUntilSigned(server.url, v1.hash, 'app');
-  await heartbeatUntilSigned(server.url, sha256Hex(strangerBytes), 'app');
+  // With devices.auth on, the warm-up heartbeats are an enrolled device's too.
+  const token = options.devices ? await warmUpToken(server.url) : undefined;
+  await heartbeatUntilSigned(server.url, v1.hash, 'app', 60_000, token);
+  await heartbeatUntilSigned(server.url, sha256Hex(strangerBytes), 'app', 60_000, token);
   return { fixture, server, v1Bytes, v2Bytes, v1Hash: v1.hash, v2Hash: v2.hash, strangerBytes, ...(coapPort ? { coapUrl: `coap://127.0.0.1:${coapPort}` } : {}) };
+}
+
+/** A token for the warm-up heartbeats' device (helpers/http.ts): accepted by the operator when enrollment is manual. */
+async function warmUpToken(url: string): Promise<string> {
+  const device = new TestDevice('device-0001');
+  if ((await authHttp(url, device.request())).status === 202) await adminCall(url, 'POST', '/admin/devices/device-0001/accept');
+  return tokenHttp(url, device);
 }
 
 /** Runs clean `--once` cycles (each must exit 0) until the device runs `hash` with its update confirmed. */

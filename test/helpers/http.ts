@@ -10,7 +10,8 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
   return { status: response.status, json: text ? JSON.parse(text) : undefined, headers: response.headers };
 }
 
-export async function heartbeat(baseUrl: string, versionHash: string, artifact?: string): Promise<{ status: number; json: any }> {
+/** `token`: a device token (devices.auth on), sent as `Authorization: Bearer`. */
+export async function heartbeat(baseUrl: string, versionHash: string, artifact?: string, token?: string): Promise<{ status: number; json: any }> {
   return postJson(`${baseUrl}/heartbeat`, {
     device_id: 'device-0001',
     version_hash: versionHash,
@@ -18,14 +19,14 @@ export async function heartbeat(baseUrl: string, versionHash: string, artifact?:
     timestamp: Math.floor(Date.now() / 1000),
     version: '1.0.0',
     ...(artifact !== undefined ? { artifact } : {}),
-  });
+  }, token ? { authorization: `Bearer ${token}` } : {});
 }
 
 /** Heartbeats until the manifest is signed (the delta or full file is ready). */
-export async function heartbeatUntilSigned(baseUrl: string, versionHash: string, artifact?: string, timeoutMs = 60_000): Promise<Manifest> {
+export async function heartbeatUntilSigned(baseUrl: string, versionHash: string, artifact?: string, timeoutMs = 60_000, token?: string): Promise<Manifest> {
   const started = Date.now();
   for (;;) {
-    const { status, json } = await heartbeat(baseUrl, versionHash, artifact);
+    const { status, json } = await heartbeat(baseUrl, versionHash, artifact, token);
     if (status !== 200) throw new Error(`heartbeat answered ${status}: ${JSON.stringify(json)}`);
     if (json.signature) return json as Manifest;
     if (Date.now() - started > timeoutMs) throw new Error(`no signed manifest within ${timeoutMs} ms: ${JSON.stringify(json)}`);

@@ -1,6 +1,6 @@
 import { html } from 'htm/preact';
 import { get } from '../api.js';
-import { absoluteTime, bytes, relativeTime } from '../format.js';
+import { absoluteTime, bytes, keyFingerprint, relativeTime } from '../format.js';
 import { usePoll } from '../poll.js';
 import { href } from '../router.js';
 import type { DeviceDetail } from '../types.js';
@@ -20,7 +20,9 @@ export function DeviceView({ deviceId }: { deviceId: string }) {
         <div><dt>Track</dt><dd><a href=${href(['tracks', d.artifact])}>${d.artifact}</a></dd></div>
         <div><dt>Version</dt><dd>${d.version || '—'} <${Hash} value=${d.version_hash} /></dd></div>
         <div><dt>Hardware</dt><dd>${d.hw_info.arch} / ${d.hw_info.os}, ${bytes(d.hw_info.free_ram)} RAM free, ${bytes(d.hw_info.free_disk)} disk free</dd></div>
-        <div><dt>Transport</dt><dd>${d.transport}</dd></div>
+        <div><dt>Transport</dt><dd>${d.transport || '—'}</dd></div>
+        <div><dt>Enrollment</dt><dd>${d.auth_state ?? 'never authenticated'}</dd></div>
+        <div><dt>Key fingerprint</dt><dd><code title=${d.public_key ?? ''}>${keyFingerprint(d.public_key)}</code></dd></div>
         <div><dt>First seen</dt><dd>${absoluteTime(d.first_seen)}</dd></div>
         <div><dt>Last seen</dt><dd>${absoluteTime(d.last_seen)} <span class="note">(${relativeTime(d.last_seen)})</span></dd></div>
       </dl>

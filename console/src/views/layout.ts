@@ -4,6 +4,7 @@ import { signOut } from '../api.js';
 import { href, useRoute } from '../router.js';
 import { DeviceView } from './device.js';
 import { DevicesView } from './devices.js';
+import { EnrollmentView } from './enrollment.js';
 import { FailuresView } from './failures.js';
 import { TrackView } from './track.js';
 import { TracksView } from './tracks.js';
@@ -16,6 +17,7 @@ const SECTIONS = [
   { id: 'tracks', label: 'Tracks' },
   { id: 'devices', label: 'Devices' },
   { id: 'failures', label: 'Failures' },
+  { id: 'enrollment', label: 'Enrollment' },
   { id: 'tokens', label: 'Tokens', needs: '/admin/tokens' },
   { id: 'audit', label: 'Audit', needs: '/admin/audit' },
   { id: 'webhooks', label: 'Webhooks', needs: '/admin/webhooks' },
@@ -48,6 +50,7 @@ export function Layout() {
   else if (section === 'devices' && id) view = html`<${DeviceView} deviceId=${id} />`;
   else if (section === 'devices') view = html`<${DevicesView} params=${route.params} />`;
   else if (section === 'failures') view = html`<${FailuresView} />`;
+  else if (section === 'enrollment') view = html`<${EnrollmentView} />`;
   else if (section === 'tokens' && can('GET', '/admin/tokens')) view = html`<${TokensView} />`;
   else if (section === 'audit' && can('GET', '/admin/audit')) view = html`<${AuditView} />`;
   else if (section === 'webhooks' && can('GET', '/admin/webhooks')) view = html`<${WebhooksView} />`;

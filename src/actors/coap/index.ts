@@ -14,6 +14,7 @@ import { createCoapMetrics } from './metrics.js';
 import { requestBytes, sendError } from './respond.js';
 import { deviceRoutes } from './routes.js';
 import { fleetFeedFor } from '../fleet-feed.js';
+import { deviceGateFor } from '../device-gate.js';
 import { TransferReader } from './transfer.js';
 
 //   UDP datagram ─▶ guard (parse once; drop garbage; mark oversized bodies)
@@ -44,7 +45,8 @@ await runActor(async (ctx) => {
   });
   const transfers = new TransferReader(TransferLocator.of(ctx));
   const fleet = fleetFeedFor(ctx);
-  const handle = deviceRoutes({ ctx, metrics, transfers, fleet, isTooLarge: (req) => tooLarge.has(req._packet), proof: new AddressProof() });
+  const gate = await deviceGateFor(ctx);
+  const handle = deviceRoutes({ ctx, metrics, transfers, fleet, gate, isTooLarge: (req) => tooLarge.has(req._packet), proof: new AddressProof() });
 
   server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
     // A send that fails (socket closed during a drain, packet too large) must not end the thread.
@@ -102,6 +104,7 @@ await runActor(async (ctx) => {
   return {
     async drain() {
       draining = true;
+      gate.stop();
       await inFlight.idle(DRAIN_REQUESTS_MS);
       server.close();
       await new Promise<void>((resolve) => socket.close(() => resolve()));

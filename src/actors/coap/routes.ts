@@ -16,6 +16,8 @@ import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
 import type { TransferReader } from './transfer.js';
+import type { DeviceGate } from '../device-gate.js';
+import { authRoute, queryToken } from './auth-route.js';
 import { keysRoute } from './keys-route.js';
 
 /** RFC 7252 §5.10.6: an ETag is at most 8 bytes; the transfer hash's first 8 stand for it. */
@@ -31,9 +33,11 @@ export interface RouteDeps {
   isTooLarge(req: IncomingMessage): boolean;
   /** Echo values (RFC 9175): who has proved it receives what is sent to it (amplification.ts). */
   proof: AddressProof;
+  /** Device tokens (devices.auth): the Uri-Query `auth=` of every device request when on. */
+  gate: DeviceGate;
 }
 
-type Handler = (req: IncomingMessage, res: OutgoingMessage, path: readonly string[]) => Promise<string>;
+export type Handler = (req: IncomingMessage, res: OutgoingMessage, path: readonly string[]) => Promise<string>;
 
 interface Route {
   readonly name: string;
@@ -59,10 +63,16 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     return false;
   };
 
+  const { gate } = deps;
+  const tokenOf = (req: IncomingMessage) => (gate.on ? queryToken(req) : undefined);
+
   const heartbeat: Handler = async (req, res) => {
     const receivedAtMs = Date.now();
+    const token = tokenOf(req);
+    gate.check(token);
     // Decoded and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
+    gate.check(token, heartbeat.deviceId);
     const answer = await heartbeats.heartbeat(heartbeat);
     const body = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
     if (!mayAnswer(req, res, body.length)) return '4.01';
@@ -72,7 +82,10 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   };
 
   const report: Handler = async (req, res) => {
+    const token = tokenOf(req);
+    gate.check(token);
     const update = validateReport(reportFields(cborBody(req, deps)));
+    gate.check(token, update.deviceId);
     metrics.report(update.success);
     logReport(update, { transport: 'coap' });
     send(res, '2.04');
@@ -81,6 +94,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   };
 
   const transfer = (kind: TransferKind): Handler => async (req, res, path) => {
+    gate.check(tokenOf(req));
     const [from, to] = kind === 'delta'
       ? [assertSha256Hex(path[1], 'from'), assertSha256Hex(path[2], 'to')]
       : [undefined, assertSha256Hex(path[1], 'hash')];
@@ -114,6 +128,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     report: { name: 'report', method: 'POST', segments: 1, handler: report },
     delta: { name: 'delta', method: 'GET', segments: 3, handler: transfer('delta') },
     binary: { name: 'binary', method: 'GET', segments: 2, handler: transfer('full') },
+    ...(gate.on ? { auth: { name: 'auth', method: 'POST', segments: 1, handler: authRoute(gate, (req) => cborBody(req, deps)) } } : {}),
     keys: { name: 'keys', method: 'GET', segments: 1, handler: keysRoute(ctx, mayAnswer) },
   };
 

@@ -6,6 +6,7 @@ import { runActor, type OwnApi } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from './fleet-queries.js';
 import { WriteBuffer } from './write-buffer.js';
+import { startDeviceIdentity } from './device-identity.js';
 import { AuditLog } from './audit.js';
 import { OperatorTokenTable } from './operator-tokens.js';
 import { updateFailedEvents } from './webhooks/device-events.js';
@@ -119,7 +120,9 @@ await runActor(async (ctx) => {
   try {
     await open();
   } catch (err) {
-    if (ctx.config.cluster) throw err;
+    // A cluster cannot serve without its database; with devices.auth on, the token key lives
+    // there too: no device could be let in without it.
+    if (ctx.config.cluster || ctx.config.devices.auth === 'on') throw err;
     ctx.log.error({ err }, 'fleet database cannot be opened: serving devices without the inventory, retrying every 5 s');
     const retry = () => {
       if (stopped || store) return;
@@ -147,6 +150,7 @@ await runActor(async (ctx) => {
   await refreshVersions();
   every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
   webhooks.start();
+  const identity = await startDeviceIdentity(ctx, db, every, (id) => q.deviceWithReports(db(), id));
 
   // Operator tokens and the audit log: read when the database is open (or, if it is not yet,
   // whenever the front-end asks for the table).
@@ -165,16 +169,24 @@ await runActor(async (ctx) => {
   return {
     record(batch) {
       if (stopped) return;
-      unpackHeartbeats(batch.heartbeats, (h) => buffer.addHeartbeat(h));
-      for (const r of batch.reports) buffer.addReport(r);
+      unpackHeartbeats(batch.heartbeats, (h) => {
+        if (identity.recordable(h.deviceId, h.receivedAtMs)) buffer.addHeartbeat(h);
+      });
+      for (const r of batch.reports) if (identity.recordable(r.deviceId, r.receivedAtMs)) buffer.addReport(r);
       // A burst that fills half the budget before the timer is written at once rather than
       // left to reach the budget, where last_seen updates start to be dropped.
       if (!flushing && !refused && buffer.bytes >= buffer.budgetBytes / 2) {
         flush().catch((err) => ctx.log.error({ err }, 'fleet flush failed'));
       }
     },
-    listDevices: (query) => q.listDevices(db(), query),
-    device: (id) => q.deviceWithReports(db(), id),
+    listDevices: (query) => identity.listDevices(query, () => q.listDevices(db(), query)),
+    device: (id) => identity.device(id, () => q.deviceWithReports(db(), id)),
+    ...identity.api,
+    async deleteDevice(deviceId) {
+      // What is buffered for the device is written first, so that the delete removes it too.
+      await flush();
+      return identity.api.deleteDevice(deviceId);
+    },
     summary: (artifact) => q.summary(db(), artifact, Date.now()),
     recentReports: (query) => q.recentReports(db(), query),
     async rolloutHealth(queries) {
@@ -194,6 +206,7 @@ await runActor(async (ctx) => {
     webhookState: () => webhooks.state(),
     async drain() {
       stopped = true;
+      identity.stop();
       for (const t of timers) clearTimeout(t);
       await webhooks.stop();
       await flush();

@@ -26,4 +26,5 @@ export interface UploadHeaders {
 }
 
 export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
-export type AdminRoute = (method: 'get' | 'post' | 'put' | 'del' | 'any', path: string, name: string, handler: AdminHandler) => void;
+/** `bodyLimit`: bytes a POST body may have, MAX_ADMIN_BODY_BYTES unless the call needs more (bulk). */
+export type AdminRoute = (method: 'get' | 'post' | 'put' | 'del' | 'any', path: string, name: string, handler: AdminHandler, bodyLimit?: number) => void;

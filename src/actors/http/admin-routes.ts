@@ -11,6 +11,7 @@ import { roleAllows, routeRole, type AdminMethod, type Role } from '../../shared
 import { registerFleetRoutes } from './fleet-routes.js';
 import { registerUploadRoutes } from './upload.js';
 import { registerWebhookRoutes } from './webhook-routes.js';
+import { registerDeviceAdminRoutes } from './device-admin-routes.js';
 import { readBody } from './body.js';
 import type { HttpMetrics } from './metrics.js';
 import type { AdminQuery, AdminRoute } from './admin-route.js';
@@ -62,7 +63,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
 
   /** Authenticates, then reads the body (when the method has one) and runs the handler. */
-  const route: AdminRoute = (method, path, name, handler) => {
+  const route: AdminRoute = (method, path, name, handler, bodyLimit = MAX_ADMIN_BODY_BYTES) => {
     const needed = neededRole(method, path);
     for (const app of apps) app[method](path, (res: HttpResponse, req: HttpRequest) => {
       const ex = exchange(res);
@@ -106,7 +107,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
       }
       const query: AdminQuery = { artifact: req.getQuery('artifact'), raw, ...(path.includes('/:') ? { param: req.getParameter(0) } : {}), who, audit: {} };
       if (method === 'put') query.upload = { contentLength: req.getHeader('content-length'), contentSha256: req.getHeader('x-content-sha256') };
-      const body = method === 'post' ? readBody(ex, req, MAX_ADMIN_BODY_BYTES) : undefined;
+      const body = method === 'post' ? readBody(ex, req, bodyLimit) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
       handler(ex, body, query).then(() => {
         detail = query.audit.detail ?? '';
@@ -179,6 +180,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
 
   registerFleetRoutes(route, ctx);
+  registerDeviceAdminRoutes(route, ctx);
   registerOperatorRoutes(route, ctx, auth);
   registerUploadRoutes(route, ctx);
   registerWebhookRoutes(route, ctx);
@@ -189,8 +191,10 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   });
   const methodsOf = [
     [['/admin/default', '/admin/reload', '/admin/rollout', '/admin/gc', '/admin/memory', '/admin/loglevel'], ['POST']],
-    [['/admin/devices', '/admin/devices/:id', '/admin/fleet', '/admin/reports', '/admin/webhooks'], ['GET']],
+    [['/admin/devices', '/admin/fleet', '/admin/reports', '/admin/webhooks'], ['GET']],
     [['/admin/binaries'], ['PUT']],
+    [['/admin/devices/:id'], ['GET', 'DELETE']],
+    [['/admin/devices/:id/accept', '/admin/devices/:id/reject', '/admin/devices/preauthorize'], ['POST']],
   ] as const;
   for (const [paths, allow] of methodsOf) {
     for (const path of paths) {

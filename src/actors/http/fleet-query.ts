@@ -1,4 +1,4 @@
-import type { DeviceQuery, ReportQuery } from '../../messages/fleet.js';
+import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceQuery, type ReportQuery } from '../../messages/fleet.js';
 import { parseDuration } from '../../shared/duration.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
@@ -59,7 +59,11 @@ function secondsAgo(q: Map<string, string>, key: string, nowMs: number): number 
 
 /** `GET /admin/devices?artifact=&version_hash=&seen_within=&not_seen_for=&limit=&after=` */
 export function parseDeviceQuery(raw: string, nowMs: number): DeviceQuery {
-  const q = parseQuery(raw, ['artifact', 'version_hash', 'seen_within', 'not_seen_for', 'limit', 'after']);
+  const q = parseQuery(raw, ['artifact', 'version_hash', 'seen_within', 'not_seen_for', 'limit', 'after', 'auth_state']);
+  const authState = q.get('auth_state');
+  if (authState !== undefined && !(DEVICE_AUTH_STATES as readonly string[]).includes(authState)) {
+    throw new UpdaterError('INVALID_FIELD', `auth_state must be one of ${DEVICE_AUTH_STATES.join(', ')}`, { field: 'auth_state' });
+  }
   const artifact = q.get('artifact');
   const versionHash = q.get('version_hash');
   const seenSince = secondsAgo(q, 'seen_within', nowMs);
@@ -72,6 +76,7 @@ export function parseDeviceQuery(raw: string, nowMs: number): DeviceQuery {
     ...(seenSince !== undefined ? { seenSince } : {}),
     ...(seenBefore !== undefined ? { seenBefore } : {}),
     ...(after !== undefined ? { after: decodeCursor(after) } : {}),
+    ...(authState !== undefined ? { authState: authState as DeviceAuthState } : {}),
   };
 }
 

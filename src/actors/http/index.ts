@@ -2,6 +2,7 @@ import uWS from 'uWebSockets.js';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { fleetFeedFor } from '../fleet-feed.js';
+import { deviceGateFor } from '../device-gate.js';
 import { runActor, type OwnApi } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { listenExclusive, planListeners } from './listeners.js';
@@ -20,7 +21,8 @@ await runActor(async (ctx) => {
   let draining = false;
   const metrics = createHttpMetrics(ctx.registry);
   const fleet = fleetFeedFor(ctx);
-  registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, transfers: TransferLocator.of(ctx), isDraining: () => draining });
+  const gate = await deviceGateFor(ctx);
+  registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, gate, transfers: TransferLocator.of(ctx), isDraining: () => draining });
   const admin = registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
   // The console goes where the admin API is: listen.admin when set, else the device listeners.
   registerConsoleRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { assets: await loadConsoleAssets(), metrics, log: ctx.log });
@@ -51,6 +53,7 @@ await runActor(async (ctx) => {
   return {
     async drain() {
       draining = true;
+      gate.stop();
       for (const socket of sockets) uWS.us_listen_socket_close(socket);
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
       await Promise.race([Promise.allSettled([...downloads]), timeout]);

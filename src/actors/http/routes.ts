@@ -14,6 +14,9 @@ import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from './respond.js';
 import { streamTransfer } from './stream.js';
+import type { DeviceGate } from '../device-gate.js';
+import { bearerToken } from '../../shared/device-token.js';
+import { registerDeviceAuthRoute } from './device-auth-route.js';
 import { keysRoute } from './keys-route.js';
 
 
@@ -27,14 +30,18 @@ export interface RouteDeps {
   transfers: TransferLocator;
   /** Where answered heartbeats and reports go for the inventory. */
   fleet: FleetFeed;
+  /** Device tokens (devices.auth): checked on every device route when on. */
+  gate: DeviceGate;
   isDraining(): boolean;
 }
+
+export type DeviceRoute = (method: 'get' | 'post', path: string, name: string, handler: Handler) => void;
 
 /** The device routes on every device listener (HTTP, HTTPS): one batcher and one set of counters for all. */
 export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteDeps): void {
   const { ctx, metrics } = deps;
   /** GET routes answer HEAD too (RFC 9110 §9.3.2): the same headers, no body. */
-  const route = (method: 'get' | 'post', path: string, name: string, handler: Handler) => {
+  const route: DeviceRoute = (method, path, name, handler) => {
     const serve = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
       const ex = exchange(res);
       ex.head = head;
@@ -65,19 +72,29 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
   const heartbeats = manifesterBatcher(ctx, 'json');
   const logReport = createReportLog(ctx.log, ctx.registry);
 
+  const { gate } = deps;
+  /** The Bearer token of a device request, read before the first await; undefined with auth off. */
+  const tokenOf = (req: HttpRequest) => (gate.on ? bearerToken(req.getHeader('authorization')) : undefined);
+
   route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
     const receivedAtMs = Date.now();
+    const token = tokenOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
+    gate.check(token);
     // Parsed and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(parseJson(body));
+    gate.check(token, heartbeat.deviceId);
     send(ex, 200, await heartbeats.heartbeat(heartbeat));
     // Only an answered heartbeat enters the inventory, and only once the device has its answer.
     deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
   });
 
   route('post', '/report', 'report', async (ex, req) => {
+    const token = tokenOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
+    gate.check(token);
     const report = validateReport(parseJson(body));
+    gate.check(token, report.deviceId);
     metrics.report(report.success);
     logReport(report);
     send(ex, 204, '');
@@ -85,12 +102,14 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
   });
 
   route('get', '/delta/:from/:to', 'delta', async (ex, req) => {
+    gate.check(tokenOf(req));
     const from = assertSha256Hex(req.getParameter(0), 'from');
     const to = assertSha256Hex(req.getParameter(1), 'to');
     await serveTransfer(ex, req, 'delta', to, from, deps);
   });
 
   route('get', '/binary/:hash', 'binary', async (ex, req) => {
+    gate.check(tokenOf(req));
     const hash = assertSha256Hex(req.getParameter(0), 'hash');
     await serveTransfer(ex, req, 'full', hash, undefined, deps);
   });
@@ -102,7 +121,9 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
     ]);
     // A full or read-only store still serves devices; it only refuses publishes and new files.
     // So does a cluster replica that lost its database (docs/scaling.md).
-    sendJson(ex, 200, { ...health, status: store === 'writable' && health.database !== 'unreachable' ? 'ok' : 'degraded', store });
+    // With device auth on, what a track serves is for devices with a token, not for anyone.
+    const shown = gate.on ? { database: health.database } : health;
+    sendJson(ex, 200, { ...shown, status: store === 'writable' && health.database !== 'unreachable' ? 'ok' : 'degraded', store });
   });
 
   route('get', '/keys', 'keys', keysRoute(ctx));
@@ -111,6 +132,8 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
     const text = await ctx.call('supervisor', (s) => s.metricsText());
     send(ex, 200, text, {}, 'text/plain; version=0.0.4; charset=utf-8');
   });
+
+  if (gate.on) registerDeviceAuthRoute(route, deps);
 
   // Other methods on known paths, registered last so uWS tries the routes above first.
   for (const [path, allow] of allowed) {

@@ -30,6 +30,9 @@ export function validateConfig(doc: unknown, configPath: string): Config {
   // Whether this server is a cluster replica, decided here once; every actor reads config.cluster.
   const cluster = engineOf(location) === 'postgres';
   checkClusterKeys(cluster, parsed.store.stateFile);
+  if (parsed.devices.auth === 'on' && !parsed.fleet.enabled) {
+    throw new ConfigError('devices.auth', 'on needs the fleet database (fleet.enabled: true): device identities live there');
+  }
   const config: Config = {
     configPath,
     ...rest,

@@ -181,6 +181,19 @@ export function configSchema(base: string) {
       deviceMaxAgeMs: durationMs('device_max_age', { default: '2160h', minMs: 1000, zeroMeansOff: true, meaning: 'a device not seen for this long is deleted by fleet retention; `0` keeps all' }),
       reportMaxAgeMs: durationMs('report_max_age', { default: '720h', minMs: 1000, zeroMeansOff: true, meaning: 'reports older than this are deleted; `0` keeps all' }),
     }),
+    devices: section('devices', {
+      auth: leaf('auth', { default: '`off`', meaning: '`on`: every device request but `/auth`, `/health` and `/metrics` needs a device token ([protocol.md](protocol.md)); `off`: the open protocol' }, (value) => {
+        const v = value ?? 'off';
+        if (v === 'on' || v === true) return 'on' as const;
+        if (v === 'off' || v === false) return 'off' as const;
+        throw new Problem('must be on or off');
+      }),
+      enrollment: oneOf('enrollment', ['open', 'manual', 'preauthorized'] as const, {
+        default: 'manual', meaning: 'how a new device key is taken: `open` at first contact, `manual` pending until an operator accepts it, `preauthorized` only for devices an operator added ([operations.md](operations.md))',
+      }),
+      tokenTtlMs: durationMs('token_ttl', { default: '24h', minMs: 60_000, meaning: 'how long a device token lives' }),
+      maxPending: int('max_pending', { default: 10_000, min: 1, meaning: 'pending enrollments kept; beyond it a new device is refused with 429 / 4.29 `DEVICE_PENDING_FULL`' }),
+    }),
     defaultArtifact: optionalText('default_artifact', {
       shown: 'inferred with one track', meaning: 'track key answering heartbeats that name no artifact; required with several tracks',
     }),

@@ -104,12 +104,41 @@ export interface WebhookOutboxTable {
   done_at: number | null;
 }
 
+/** Device identity (docs/operations.md, enrollment): a device id bound to its first key. */
+export interface DeviceIdentitiesTable {
+  device_id: string;
+  /** Ed25519 public key, 64 lowercase hex; '' for an id an operator rejected before it ever authenticated. */
+  public_key: string;
+  auth_state: 'pending' | 'accepted' | 'rejected' | 'preauthorized';
+  /** The timestamp of the device's last verified auth request (a replay must be newer); 0 before the first. */
+  last_auth_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Devices whose tokens issued at or before `revoked_at` are refused (rejected or deleted). */
+export interface DeviceRevocationsTable {
+  /** The first 16 bytes of SHA-256 over the device id, hex: what a token carries. */
+  id_hash: string;
+  device_id: string;
+  revoked_at: number;
+}
+
+/** The token MAC key, made by whichever replica starts first and read by every other. */
+export interface DeviceAuthKeysTable {
+  name: string;
+  value: string;
+}
+
 export interface Database {
   devices: DevicesTable;
   reports: ReportsTable;
   fleet_versions: FleetVersionsTable;
   cluster_tracks: ClusterTracksTable;
   cluster_meta: ClusterMetaTable;
+  device_identities: DeviceIdentitiesTable;
+  device_revocations: DeviceRevocationsTable;
+  device_auth_keys: DeviceAuthKeysTable;
   operator_tokens: OperatorTokensTable;
   audit_log: AuditLogTable;
   webhook_outbox: WebhookOutboxTable;

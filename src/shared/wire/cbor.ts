@@ -2,7 +2,7 @@ import { Decoder, Encoder, setSizeLimits } from 'cbor-x';
 import { UpdaterError } from '../errors.js';
 import { largestBlockWithin } from './block2.js';
 import {
-  CERTIFICATE_KEYS, HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, RELEASE_KEYS, REPORT_KEYS,
+  AUTH_ANSWER_KEYS, AUTH_REQUEST_KEYS, CERTIFICATE_KEYS, HEARTBEAT_KEYS, HW_INFO_KEYS, MANIFEST_KEYS, RELEASE_KEYS, REPORT_KEYS,
   type CertificateWire, type HeartbeatWire, type ManifestWire, type ReportWire,
 } from './keys.js';
 
@@ -141,12 +141,17 @@ export function encodeCoapManifest(manifest: ManifestWire): Uint8Array {
  * as 64-bit values come back as numbers. A body that is not a map is MALFORMED_BODY.
  */
 export function decodeManifest(body: Uint8Array): Record<string, unknown> {
+  return decodeAnswer(MANIFEST, body, 'the manifest');
+}
+
+/** A server's answer with its JSON names, 64-bit integers as numbers; MALFORMED_BODY unless a map. */
+function decodeAnswer(table: KeyTable, body: Uint8Array, what: string): Record<string, unknown> {
   const value = decodeCbor(body);
-  if (!(value instanceof Map)) throw new UpdaterError('MALFORMED_BODY', 'the manifest is not a CBOR map');
-  const manifest = MANIFEST.fromIntegers(value) as Record<string, unknown>;
-  numbersOf(manifest);
-  if (typeof manifest.release === 'object' && manifest.release !== null) numbersOf(manifest.release as Record<string, unknown>);
-  return manifest;
+  if (!(value instanceof Map)) throw new UpdaterError('MALFORMED_BODY', `${what} is not a CBOR map`);
+  const answer = table.fromIntegers(value) as Record<string, unknown>;
+  numbersOf(answer);
+  if (typeof answer.release === 'object' && answer.release !== null) numbersOf(answer.release as Record<string, unknown>);
+  return answer;
 }
 
 /** A signing key's certificate as `GET /keys` answers over CoAP. */
@@ -170,4 +175,26 @@ function numbersOf(fields: Record<string, unknown>): Record<string, unknown> {
 /** cbor-x writes integers above 2^32 as floats; as BigInt they travel as CBOR unsigned integers. */
 function wireInteger(value: unknown): unknown {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0xffff_ffff ? BigInt(value) : value;
+}
+
+const AUTH_REQUEST = new KeyTable(AUTH_REQUEST_KEYS);
+const AUTH_ANSWER = new KeyTable(AUTH_ANSWER_KEYS);
+
+/** A POST /auth body with its JSON names (a non-map comes back as an empty object, for the validator to refuse). */
+export function authRequestFields(body: Uint8Array): Record<string, unknown> {
+  const fields = AUTH_REQUEST.fromIntegers(decodeCbor(body));
+  return typeof fields === 'object' && fields !== null ? fields as Record<string, unknown> : {};
+}
+
+export function encodeAuthRequest(request: Readonly<Record<string, unknown>>): Buffer {
+  return encoder.encode(AUTH_REQUEST.toIntegers(request));
+}
+
+/** The answer to POST /auth: `{token, expires_in}` or `{state, retry_after}`. */
+export function encodeAuthAnswer(answer: Readonly<Record<string, unknown>>): Buffer {
+  return encoder.encode(AUTH_ANSWER.toIntegers(answer));
+}
+
+export function decodeAuthAnswer(body: Uint8Array): Record<string, unknown> {
+  return decodeAnswer(AUTH_ANSWER, body, 'the auth answer');
 }

@@ -15,6 +15,10 @@ export const RELEASE_KEYS = { sequence: 1, issued_at: 2, expires_at: 3, signatur
 /** A signing key's certificate, as `GET /keys` serves it over CoAP; its signature as 64 bytes. */
 export const CERTIFICATE_KEYS = { public_key: 1, not_before: 2, not_after: 3, serial: 4, signature: 5 } as const;
 
+/** POST /auth (devices.auth): the signed request and its answer (a token, or pending). */
+export const AUTH_REQUEST_KEYS = { device_id: 1, public_key: 2, timestamp: 3, signature: 4 } as const;
+export const AUTH_ANSWER_KEYS = { token: 1, expires_in: 2, state: 3, retry_after: 4 } as const;
+
 /** A heartbeat as a device sends it. */
 export interface HeartbeatWire {
   device_id: string;

@@ -1,0 +1,32 @@
+import type { IncomingMessage, OutgoingMessage } from 'coap';
+import { authRequestFields, encodeAuthAnswer } from '../../shared/wire/cbor.js';
+import type { DeviceGate } from '../device-gate.js';
+import { CONTENT_FORMAT_CBOR, send } from './respond.js';
+import type { Handler } from './routes.js';
+
+// Device identity over CoAP (devices.auth: on; docs/protocol.md "Device authentication"):
+// POST /auth with the CBOR request, answered 2.05 with `{1: token, 2: expires_in}` or
+// `{3: "pending", 4: retry_after}`; a device's token rides on each request as Uri-Query `auth=`.
+
+const AUTH_QUERY = 'auth=';
+
+/** The token of a request's `auth=` Uri-Query option; undefined without one. */
+export function queryToken(req: IncomingMessage): string | undefined {
+  for (const option of req._packet.options ?? []) {
+    if (option.name !== 'Uri-Query') continue;
+    const text = Buffer.isBuffer(option.value) ? option.value.toString('utf8') : String(option.value);
+    if (text.startsWith(AUTH_QUERY)) return text.slice(AUTH_QUERY.length);
+  }
+  return undefined;
+}
+
+export function authRoute(gate: DeviceGate, body: (req: IncomingMessage) => Buffer): Handler {
+  return async (req: IncomingMessage, res: OutgoingMessage) => {
+    const outcome = await gate.authenticate(authRequestFields(body(req)));
+    const answer = outcome.state === 'accepted'
+      ? { token: outcome.token, expires_in: outcome.expiresIn }
+      : { state: 'pending', retry_after: outcome.retryAfter };
+    send(res, '2.05', encodeAuthAnswer(answer), { 'Content-Format': CONTENT_FORMAT_CBOR });
+    return '2.05';
+  };
+}
