@@ -32,11 +32,11 @@ export class CoapLoadClient {
     this.blocks = new CoapTransport(coapUrl);
   }
 
-  private once(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, body?: Buffer): Promise<IncomingMessage> {
+  private once(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, echo: Buffer | undefined, body?: Buffer): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
       const req = coap.request({
         hostname: this.host, port: this.port, method, pathname, confirmable: true, agent: this.agent,
-        options: this.echo ? { ...options, [String(ECHO_OPTION)]: this.echo } : options,
+        options: echo ? { ...options, [String(ECHO_OPTION)]: echo } : options,
       });
       req.on('response', resolve);
       req.on('timeout', () => reject(new Error('timeout')));
@@ -46,11 +46,16 @@ export class CoapLoadClient {
   }
 
   private async send(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, body?: Buffer): Promise<IncomingMessage> {
-    const res = await this.once(method, pathname, options, body);
+    // Compare with the Echo this request carried, not with the client's latest: requests run
+    // concurrently, and one sent without an Echo may come back with the very value another
+    // answer brought meanwhile (the server's value changes once a second), which it must still
+    // send back once.
+    const sent = this.echo;
+    const res = await this.once(method, pathname, options, sent, body);
     const echo = echoValue(res._packet.options);
-    if (!echo || (this.echo && echo.equals(this.echo))) return res;
+    if (!echo || (sent && echo.equals(sent))) return res;
     this.echo = echo;
-    return this.once(method, pathname, options, body);
+    return this.once(method, pathname, options, echo, body);
   }
 
   async heartbeat(body: Buffer): Promise<HeartbeatAnswer> {
