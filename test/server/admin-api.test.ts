@@ -24,7 +24,10 @@ t.test('the admin API manages tracks through their whole lifecycle', async (t) =
   t.test('GET /admin/artifacts lists the configured track and the inferred default', async (t) => {
     const list = await listTracks(server.url);
     t.equal(list.default, 'app');
-    t.same(list.artifacts, [{ artifact: 'app', name: 'app', os: '', arch: '', version: '1.0.0', hash: app.hash, size: app.size, source: 'config', binary: app.path, history: [], rollout: null }]);
+    // Each track also names the sequence of its release statement (docs/protocol.md): a positive integer.
+    const [{ sequence, ...track }] = list.artifacts;
+    t.ok(Number.isSafeInteger(sequence) && sequence > 0, 'the release sequence is listed');
+    t.same([track], [{ artifact: 'app', name: 'app', os: '', arch: '', version: '1.0.0', hash: app.hash, size: app.size, source: 'config', binary: app.path, history: [], rollout: null }]);
   });
 
   const tool1 = await fixture.writeBinary('tool-1.bin', firmware(50_000, 'tool-1'));
