@@ -5,6 +5,7 @@ import { unpackHeartbeats } from '../../messages/fleet-batch.js';
 import { runActor, type OwnApi } from '../runtime.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from './fleet-queries.js';
+import { writeBatch } from './fleet-store-of.js';
 import { WriteBuffer } from './write-buffer.js';
 import { startDeviceIdentity } from './device-identity.js';
 import { AuditLog } from './audit.js';
@@ -78,7 +79,7 @@ await runActor(async (ctx) => {
       // Into the outbox first: a flush that fails after it is retried and records them again
       // (at least once), where the other order could lose them.
       await webhooks.record(updateFailedEvents(taken.reports));
-      await q.writeBatch(db(), heartbeats, taken.reports);
+      await writeBatch(db(), heartbeats, taken.reports);
       refused = false;
       buffer.written(taken);
       const done = Date.now();

@@ -1,15 +1,14 @@
 import { join } from 'node:path';
-import type { DiffTask } from '../../messages/diff.js';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type { UploadEnd, UploadSlot } from '../../messages/store.js';
 import { Uploads } from './adopt.js';
 import type { BinaryInfo, RemovalRequest, RemovalResult, StoreCondition, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
-import { publishNoOverwrite, storeWriteError } from '../../shared/durable-file.js';
-import { UpdaterError, deserializeError } from '../../shared/errors.js';
+import { storeWriteError } from '../../shared/durable-file.js';
+import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
-import { expectedGenerationBytes, startDiffPool, type DiffPool, type RunDiffTask } from '../diff-pool/pool.js';
+import type { RunDiffTask } from '../diff-pool/pool.js';
 import { HotTransferCache, TargetCache } from './caches.js';
 import { copyIntoStore } from './copy-in.js';
 import { binaryName, parseDerivedName, storeLayout, transferName, type StoreLayout } from '../../shared/store-layout.js';
@@ -19,6 +18,7 @@ import { openStoreDirs } from './scan.js';
 import type { ClusterFiles, RemovedFiles } from './cluster-files.js';
 import { Writability } from './writability.js';
 import { Adoption, type StoreEventBody } from './adoption.js';
+import { DerivedFiles } from './derived-files.js';
 
 export type { RunDiffTask };
 
@@ -32,15 +32,12 @@ export class ContentStore {
   private readonly adoption: Adoption;
   private readonly targetCache: TargetCache;
   private readonly hotCache: HotTransferCache;
-  /** The diff pool; absent when the caller runs diff tasks itself (tests). */
-  private readonly pool: DiffPool | undefined;
-  private readonly runTask: RunDiffTask;
+  /** Deltas and compressed full files, generated on the diff pool (derived-files.ts). */
+  private readonly derived: DerivedFiles;
   private readonly writability: Writability;
   private readonly uploads: Uploads;
   private seq = 0;
   private draining = false;
-  /** Sum of the expected memory of the delta generations under way (docs/memory.md). */
-  private expectedDiffBytes = 0;
 
   constructor(
     private readonly config: Config,
@@ -62,16 +59,14 @@ export class ContentStore {
       config, log, layout: this.layout, binaries: this.binaries, transfers: this.transfers, inflight: this.inflight,
       targetCache: this.targetCache, hotCache: this.hotCache, publish: (body) => this.publish(body),
     });
-    this.pool = runTask ? undefined : startDiffPool(config.store.deltaConcurrency);
-    this.runTask = runTask ?? this.pool!.run;
-    metrics.observeBudgets(() => ({
-      target: this.targetCache.usedBytes,
-      hot: this.hotCache.usedBytes,
-      queued: this.pool?.queueSize ?? 0,
-      running: this.inflight.size,
-      threads: this.pool?.threads ?? 0,
-      expectedDiffBytes: this.expectedDiffBytes,
-    }));
+    this.derived = new DerivedFiles({
+      config, log, metrics, layout: this.layout, binaries: this.binaries, transfers: this.transfers, inflight: this.inflight,
+      targetCache: this.targetCache, adoption: this.adoption, cluster,
+      writing: (what, write) => this.writing(what, write),
+      publish: (body) => this.publish(body),
+      refuseWhileDraining: () => this.refuseWhileDraining(),
+    }, runTask);
+    metrics.observeBudgets(() => ({ target: this.targetCache.usedBytes, hot: this.hotCache.usedBytes, ...this.derived.budgets() }));
     metrics.observeStore(() => this.writability.reading);
   }
 
@@ -171,56 +166,12 @@ export class ContentStore {
     return this.adoption.removedElsewhere(files);
   }
 
-  async ensureFull(hash: string): Promise<TransferInfo> {
-    assertSha256Hex(hash, 'hash');
-    if (this.cluster) await this.adoptBinary(hash).catch(() => undefined);
-    return this.singleFlight('full', hash, undefined, (dirs) => this.dispatch({
-      kind: 'full',
-      targetPath: this.binaryPath(hash),
-      targetHash: hash,
-      outDir: dirs.out,
-      level: this.config.store.fullCompressionLevel,
-    }));
+  ensureFull(hash: string): Promise<TransferInfo> {
+    return this.derived.ensureFull(hash);
   }
 
-  async ensureDelta(from: string, to: string): Promise<TransferInfo> {
-    assertSha256Hex(from, 'from');
-    assertSha256Hex(to, 'to');
-    const existing = this.transfers.get(transferName('delta', to, from));
-    // An existing delta is always served, whatever the size cap says (row 3 of manifester/decide.ts).
-    if (existing) return existing;
-    // In a cluster, another replica may have stored a binary this one has not indexed yet.
-    if (this.cluster) for (const hash of [from, to]) await this.adoptBinary(hash).catch(() => undefined);
-    const capBytes = this.config.store.deltaMaxSourceBytes;
-    for (const hash of [from, to]) {
-      const size = this.binaries.get(hash);
-      if (size === undefined) throw new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${hash}`);
-      if (capBytes > 0 && size > capBytes) {
-        throw new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over the store.delta_max_source_mb cap of ${capBytes} bytes`, { hash, size });
-      }
-    }
-    return this.singleFlight('delta', to, from, async (dirs) => {
-      const engine = this.config.store.deltaEngine;
-      // Only bsdiff-node verifies against cached target bytes; the native engine streams.
-      const targetBytes = engine === 'bsdiff-node' ? await this.targetCache.bytesFor(to, this.binaryPath(to), this.binaries.get(to)!) : undefined;
-      const expected = expectedGenerationBytes(engine, this.binaries.get(from)!, this.binaries.get(to)!);
-      this.expectedDiffBytes += expected;
-      try {
-        return await this.dispatch({
-          kind: 'delta',
-          sourcePath: this.binaryPath(from),
-          sourceHash: from,
-          targetPath: this.binaryPath(to),
-          targetHash: to,
-          engine,
-          ...(targetBytes ? { targetBytes } : {}),
-          outDir: dirs.out,
-          workDir: dirs.work,
-        });
-      } finally {
-        this.expectedDiffBytes -= expected;
-      }
-    });
+  ensureDelta(from: string, to: string): Promise<TransferInfo> {
+    return this.derived.ensureDelta(from, to);
   }
 
   async locate(kind: TransferKind, to: string, from?: string): Promise<TransferLocation | null> {
@@ -262,7 +213,7 @@ export class ContentStore {
     const binaries: string[] = [];
     for (const hash of request.binaries) {
       assertSha256Hex(hash, 'hash');
-      if (this.readByDiffUnderWay(hash)) continue;
+      if (this.derived.readsBinary(hash)) continue;
       if (this.binaries.delete(hash)) {
         this.targetCache.drop(hash);
         await this.publish({ type: 'binary-removed', hash });
@@ -275,15 +226,9 @@ export class ContentStore {
     return result;
   }
 
-  private readByDiffUnderWay(hash: string): boolean {
-    for (const name of this.inflight.keys()) if (name.includes(hash)) return true;
-    return false;
-  }
-
   async drain(): Promise<void> {
     this.draining = true;
-    await Promise.allSettled([...this.inflight.values()]);
-    await this.pool?.destroy();
+    await this.derived.drain();
     await this.cluster?.close();
     await this.uploads.close();
     this.writability.close();
@@ -295,69 +240,6 @@ export class ContentStore {
 
   private refuseWhileDraining(): void {
     if (this.draining) throw new UpdaterError('SHUTTING_DOWN');
-  }
-
-  /**
-   * One generation per file name, however many callers ask at once; in a cluster, once per
-   * name across the replicas. `run` gets the directories its temporaries go to.
-   */
-  private singleFlight(kind: TransferKind, to: string, from: string | undefined, run: (dirs: { out: string; work: string }) => Promise<TransferInfo>): Promise<TransferInfo> {
-    const name = transferName(kind, to, from);
-    const done = this.transfers.get(name);
-    if (done) return Promise.resolve(done);
-    const pending = this.inflight.get(name);
-    if (pending) return pending;
-    this.refuseWhileDraining();
-    if (kind === 'full' && !this.binaries.has(to)) {
-      return Promise.reject(new UpdaterError('BINARY_NOT_FOUND', `the store holds no binary ${to}`));
-    }
-    const promise = (this.cluster ? this.clusterGeneration(name, run) : run({ out: this.layout.deltas, work: this.layout.work }))
-      .finally(() => this.inflight.delete(name));
-    this.inflight.set(name, promise);
-    return promise;
-  }
-
-  /**
-   * Cluster mode: the file is generated by one replica, under its lock, in a scratch directory
-   * of its own name (`work/gen/{name}`) that a replica taking a dead one's job over clears.
-   */
-  private clusterGeneration(name: string, run: (dirs: { out: string; work: string }) => Promise<TransferInfo>): Promise<TransferInfo> {
-    return this.cluster!.once(name, () => this.adoption.findDerived(name), async () => {
-      const scratch = join(this.layout.work, 'gen', name);
-      await rm(scratch, { recursive: true, force: true });
-      await mkdir(scratch, { recursive: true });
-      try {
-        return await run({ out: scratch, work: scratch });
-      } finally {
-        await rm(scratch, { recursive: true, force: true });
-      }
-    });
-  }
-
-  private dispatch(task: DiffTask): Promise<TransferInfo> {
-    return this.writing(task.kind === 'delta' ? 'a delta' : 'a compressed full file', () => this.generate(task));
-  }
-
-  private async generate(task: DiffTask): Promise<TransferInfo> {
-    const outcome = await this.runTask(task);
-    if (!outcome.ok) {
-      const err = deserializeError(outcome.error);
-      this.metrics.generationFailed(task.kind, (err as { code?: string }).code);
-      this.log.error({ err, kind: task.kind, target: task.targetHash }, 'derived file generation failed');
-      throw err;
-    }
-    const { tempPath, size, hash, durationMs } = outcome.result;
-    const from = task.kind === 'delta' ? task.sourceHash : undefined;
-    const name = transferName(task.kind, task.targetHash, from);
-    await publishNoOverwrite(tempPath, join(this.layout.deltas, name));
-    const info: TransferInfo = task.kind === 'delta'
-      ? { kind: 'delta', from: task.sourceHash, to: task.targetHash, size, hash }
-      : { kind: 'full', to: task.targetHash, size, hash };
-    this.transfers.set(name, info);
-    this.metrics.generated(task.kind, durationMs / 1000);
-    this.log.info({ file: name, size, ms: Math.round(durationMs) }, 'derived file ready');
-    void this.publish({ type: 'transfer-ready', transfer: info });
-    return info;
   }
 
   private publish(body: StoreEventBody): Promise<void> {
