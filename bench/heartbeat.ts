@@ -39,8 +39,8 @@ import { runWrk } from './wrk.js';
 //
 // Knobs (environment): BENCH_HEARTBEAT_SECONDS, _ROUNDS, _DEVICES, _ENGINES (sqlite,postgres),
 // _TRANSPORTS (http,coap), _KINDS (current; delta adds a device one version behind, answered
-// with a signed delta), _AUTH (off | on: `devices.auth: on`, every device enrolled first,
-// heartbeat-auth.ts), _PROFILE (a directory: the servers run with `node --cpu-prof`, and a
+// with a signed delta), _AUTH (off | on | off,on: `devices.auth: on`, every device enrolled
+// first, heartbeat-auth.ts; off,on measures a server of each beside the other in the same rounds), _PROFILE (a directory: the servers run with `node --cpu-prof`, and a
 // per-thread summary of where their CPU went is printed at the end, profile.ts).
 
 export const SECONDS = positiveInt(process.env.BENCH_HEARTBEAT_SECONDS, 6);
@@ -55,13 +55,17 @@ export const DEVICES = positiveInt(process.env.BENCH_HEARTBEAT_DEVICES, 100_000)
 const ENGINES = listOf('BENCH_HEARTBEAT_ENGINES', ['sqlite', 'postgres'], ['sqlite', 'postgres']) as Engine[];
 const TRANSPORTS = listOf('BENCH_HEARTBEAT_TRANSPORTS', ['http', 'coap'], ['http', 'coap']) as Transport[];
 const KINDS = listOf('BENCH_HEARTBEAT_KINDS', ['current'], ['current', 'delta']) as Kind[];
-const AUTH = listOf('BENCH_HEARTBEAT_AUTH', ['off'], ['off', 'on'])[0] === 'on';
+const AUTH_MODES = listOf('BENCH_HEARTBEAT_AUTH', ['off'], ['off', 'on']);
+const AUTH = AUTH_MODES.includes('on');
 const PROFILE_DIR = process.env.BENCH_HEARTBEAT_PROFILE;
 const COAP_IN_FLIGHT = 64;
 const COAP_WARMUP_MS = 300;
 /** Server / bare CPU per HTTP heartbeat. */
 const GOAL_MAX_CPU_RATIO = 2;
 const GOAL_MIN_COAP_RATIO = 0.8;
+/** Device tokens on / off: heartbeats per second and CPU per heartbeat within 5 %. */
+const GOAL_MIN_AUTH_RATIO = 0.95;
+const GOAL_MAX_AUTH_CPU_RATIO = 1.05;
 /** PostgreSQL / SQLite: heartbeats per second and CPU per heartbeat within 10 %. */
 const GOAL_MIN_ENGINE_RATIO = 0.9;
 const GOAL_MAX_ENGINE_CPU_RATIO = 1.1;
@@ -71,7 +75,10 @@ type Transport = 'http' | 'coap';
 type Kind = 'current' | 'delta';
 
 interface Server {
+  /** The engine, with `+auth` when the server runs with `devices.auth: on`. */
+  readonly name: string;
   readonly engine: Engine;
+  readonly auth: boolean;
   readonly child: ChildProcess;
   readonly url: string;
   readonly coapPort: number;
@@ -91,8 +98,8 @@ interface Side {
   readonly label: string;
   readonly transport: Transport;
   readonly kind: Kind;
-  /** 'bare', or the server's engine. */
-  readonly name: 'bare' | Engine;
+  /** 'bare', or the server's name. */
+  readonly name: string;
   readonly pid: number;
   readonly server?: Server;
   load(seconds: number): Promise<{ perSecond: number; answered: number }>;
@@ -124,8 +131,8 @@ export async function runHeartbeatBench(): Promise<SuiteRecord> {
   }
   if (PROFILE_DIR) {
     for (const s of servers) {
-      console.log(`\n  where the ${s.engine} server's CPU went (node --cpu-prof, ${join(PROFILE_DIR, s.engine)}):`);
-      console.log(profileText(await readProfiles(join(PROFILE_DIR, s.engine), s.windows), s.served));
+      console.log(`\n  where the ${s.name} server's CPU went (node --cpu-prof, ${join(PROFILE_DIR, s.name)}):`);
+      console.log(profileText(await readProfiles(join(PROFILE_DIR, s.name), s.windows), s.served));
     }
   }
   return record;
@@ -137,33 +144,36 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
   // The `legacy` track keeps v1 known to the store, so a device on v1 gets a delta.
   const artifacts = [{ name: 'app', version: '2.0.0', binary: v2.path }, { name: 'legacy', version: '1.0.0', binary: v1.path }];
   const shapes: Record<Kind, { versionHash: string }> = { current: { versionHash: v2.hash }, delta: { versionHash: v1.hash } };
-  for (const engine of ENGINES) {
-    const server = await startServer(fixture, engine, artifacts);
+  for (const engine of ENGINES) for (const mode of AUTH_MODES) {
+    const server = await startServer(fixture, engine, mode === 'on', artifacts);
     servers.push(server);
-    warnings.set(engine, collectWarnings(server.child));
-    if (KINDS.includes('delta')) await heartbeatUntilSigned(server.url, v1.hash, 'app');
-    console.log(`  ${engine}: pid ${server.child.pid}, ${server.url}, CoAP ${server.coapPort}${server.database ? `, ${server.database.location.replace(/\/\/[^@]*@/, '//')}` : ', database in the store (the default)'}`);
+    warnings.set(server.name, collectWarnings(server.child));
+    console.log(`  ${server.name}: pid ${server.child.pid}, ${server.url}, CoAP ${server.coapPort}${server.database ? `, ${server.database.location.replace(/\/\/[^@]*@/, '//')}` : ', database in the store (the default)'}`);
   }
   const tokensFile = AUTH ? join(fixture.dir, 'tokens.txt') : undefined;
   if (tokensFile) {
-    // One set of device identities for every server: enrolled on the first, the same keys on the others.
-    if (servers.length > 1) throw new RangeError('BENCH_HEARTBEAT_AUTH=on measures one engine at a time: set BENCH_HEARTBEAT_ENGINES');
+    // The devices' tokens are the one server's with auth on (its own MAC key signs them).
+    const authServers = servers.filter((s) => s.auth);
+    if (authServers.length > 1) throw new RangeError('BENCH_HEARTBEAT_AUTH=on measures one engine at a time: set BENCH_HEARTBEAT_ENGINES');
     const started = performance.now();
-    await enrollFleet(servers[0]!.url, DEVICES, tokensFile);
+    await enrollFleet(authServers[0]!.url, DEVICES, tokensFile);
     console.log(`  enrolled ${formatNumber(DEVICES, 0)} devices in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
+  // The signed delta is made on first demand: wait for it before measuring (with a token where auth is on).
+  const firstToken = tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
+  if (KINDS.includes('delta')) for (const server of servers) await heartbeatUntilSigned(server.url, v1.hash, 'app', undefined, server.auth ? firstToken : undefined);
 
   // The exact bytes the servers answer, so the baselines answer the same.
   const answers: BareWorkerData['answers'] = {};
   for (const kind of KINDS) {
     const sizes: string[] = [];
     for (const server of servers) {
-      const answer = await httpAnswer(`${server.url}/heartbeat`, JSON.stringify(fleetHeartbeat(deviceId(0), shapes[kind])), tokensFile);
+      const answer = await httpAnswer(`${server.url}/heartbeat`, JSON.stringify(fleetHeartbeat(deviceId(0), shapes[kind])), server.auth ? tokensFile : undefined);
       const manifest = JSON.parse(answer.body) as { update_available: boolean; signature?: string };
-      if (kind === 'current' && manifest.update_available) throw new Error(`${server.engine}: the up-to-date device was offered an update`);
-      if (kind === 'delta' && !manifest.signature) throw new Error(`${server.engine}: the device one version behind did not get a signed delta`);
+      if (kind === 'current' && manifest.update_available) throw new Error(`${server.name}: the up-to-date device was offered an update`);
+      if (kind === 'delta' && !manifest.signature) throw new Error(`${server.name}: the device one version behind did not get a signed delta`);
       answers[`/heartbeat/${kind}`] ??= answer;
-      sizes.push(`${server.engine} ${Buffer.byteLength(answer.body)}`);
+      sizes.push(`${server.name} ${Buffer.byteLength(answer.body)}`);
     }
     console.log(`  ${kind} HTTP answer bytes: ${sizes.join(', ')}`);
   }
@@ -177,10 +187,10 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
   const sides: Side[] = [];
   for (const kind of KINDS) {
     // Each side's runs go on through the fleet where its last run stopped: every device is reached.
-    const http = (url: string, name: string) => {
+    const http = (url: string, name: string, tokens: string | undefined) => {
       let first = 0;
       return async (seconds: number) => {
-        const script = await writeCyclingScript(fixture.dir, `cycling-${kind}-${name}`, shapes[kind], DEVICES, tokensFile, first);
+        const script = await writeCyclingScript(fixture.dir, `cycling-${kind}-${name}`, shapes[kind], DEVICES, tokens, first);
         const r = await runWrk({ url, script, threads: THREADS, connections: CONNECTIONS, seconds });
         // A refused or failed request is answered fast; counting it would flatter the server.
         if (r.errors > 0) throw new Error(`${url}: ${r.errors} failed requests of ${r.requests}; the figure would be meaningless`);
@@ -189,9 +199,9 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
       };
     };
     if (TRANSPORTS.includes('http')) {
-      sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, 'bare'), runs: [] });
+      sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, 'bare', undefined), runs: [] });
       for (const server of servers) {
-        sides.push({ label: `${server.engine} http ${kind}`, transport: 'http', kind, name: server.engine, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`, server.engine), runs: [] });
+        sides.push({ label: `${server.name} http ${kind}`, transport: 'http', kind, name: server.name, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`, server.name, server.auth ? tokensFile : undefined), runs: [] });
       }
     }
   }
@@ -217,7 +227,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     };
     sides.push({ label: 'bare coap current', transport: 'coap', kind: 'current', name: 'bare', pid: bare.pid!, load: coap(barePort), runs: [] });
     for (const server of servers) {
-      sides.push({ label: `${server.engine} coap current`, transport: 'coap', kind: 'current', name: server.engine, pid: server.child.pid!, server, load: coap(server.coapPort), runs: [] });
+      sides.push({ label: `${server.name} coap current`, transport: 'coap', kind: 'current', name: server.name, pid: server.child.pid!, server, load: coap(server.coapPort), runs: [] });
     }
   }
 
@@ -237,7 +247,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
   await sleep(2_500);
   const record: SuiteRecord = {
     distinct_devices: DEVICES, connections: CONNECTIONS, coap_in_flight: COAP_IN_FLIGHT, seconds_per_run: SECONDS, rounds: ROUNDS,
-    auth: AUTH ? 'on' : 'off', cpus: cpuPlan().description,
+    auth: AUTH_MODES.join(','), cpus: cpuPlan().description,
     load_average: `${loadStart.map((n) => n.toFixed(2)).join(' ')} at the start, ${loadEnd.map((n) => n.toFixed(2)).join(' ')} at the end`,
   };
   const ratios: RatioRow[] = [];
@@ -253,18 +263,18 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     const lagP99 = histogramQuantile(metrics, 'updater_fleet_flush_lag_seconds', 0.99);
     const summary = await adminCall(server.url, 'GET', '/admin/fleet?artifact=app');
     const recorded = summary.status === 200 ? Number(summary.json.devices) : Number.NaN;
-    Object.assign(record, { [`${server.engine}_dropped_updates`]: dropped, [`${server.engine}_feed_lost`]: feedLost, [`${server.engine}_flush_lag_p99_s`]: lagP99, [`${server.engine}_devices_recorded`]: recorded });
+    Object.assign(record, { [`${server.name}_dropped_updates`]: dropped, [`${server.name}_feed_lost`]: feedLost, [`${server.name}_flush_lag_p99_s`]: lagP99, [`${server.name}_devices_recorded`]: recorded });
     ratios.push(
-      { name: `${server.engine} flush lag p99 / ${GOAL_LAG_P99_S} s`, value: lagP99 / GOAL_LAG_P99_S, goal: { max: 1 }, note: `p99 <= ${lagP99} s` },
-      { name: `${server.engine} inventory updates dropped or lost`, value: dropped + feedLost, goal: { max: 0 }, note: `${dropped} dropped by the buffer, ${feedLost} lost by the front-ends; ${recorded} of ${DEVICES} devices recorded` },
+      { name: `${server.name} flush lag p99 / ${GOAL_LAG_P99_S} s`, value: lagP99 / GOAL_LAG_P99_S, goal: { max: 1 }, note: `p99 <= ${lagP99} s` },
+      { name: `${server.name} inventory updates dropped or lost`, value: dropped + feedLost, goal: { max: 0 }, note: `${dropped} dropped by the buffer, ${feedLost} lost by the front-ends; ${recorded} of ${DEVICES} devices recorded` },
     );
   }
-  ratios.push(...ratioRows(sides));
+  ratios.push(...ratioRows(sides, servers));
   record.ratios = ratios;
   return record;
 }
 
-function ratioRows(sides: readonly Side[]): RatioRow[] {
+function ratioRows(sides: readonly Side[], servers: readonly Server[]): RatioRow[] {
   const rows: RatioRow[] = [];
   const find = (transport: Transport, kind: Kind, name: Side['name']) => sides.find((s) => s.transport === transport && s.kind === kind && s.name === name);
   const rate = (s: Side) => s.runs.map((r) => r.perSecond);
@@ -275,13 +285,22 @@ function ratioRows(sides: readonly Side[]): RatioRow[] {
       if (!bare) continue;
       const bareName = transport === 'http' ? 'bare uWS' : 'bare node-coap';
       const what = `${transport.toUpperCase()} ${kind === 'current' ? 'up-to-date' : 'signed-delta'} heartbeat`;
-      for (const engine of ENGINES) {
-        const side = find(transport, kind, engine)!;
+      for (const { name } of servers) {
+        const side = find(transport, kind, name)!;
         rows.push(
-          roundRatioRow(`${engine} ${what}/s, server / ${bareName}`, rate(side), rate(bare),
+          roundRatioRow(`${name} ${what}/s, server / ${bareName}`, rate(side), rate(bare),
             { goal: { min: transport === 'http' ? GOAL_MIN_RATIO : GOAL_MIN_COAP_RATIO }, note: `medians ${formatNumber(median(rate(side)), 0)} vs ${formatNumber(median(rate(bare)), 0)}/s` }),
-          roundRatioRow(`${engine} ${what} CPU, server / ${bareName}`, cpu(side), cpu(bare),
+          roundRatioRow(`${name} ${what} CPU, server / ${bareName}`, cpu(side), cpu(bare),
             { ...(transport === 'http' ? { goal: { max: GOAL_MAX_CPU_RATIO } } : {}), note: `medians ${median(cpu(side)).toFixed(1)} vs ${median(cpu(bare)).toFixed(1)} us a heartbeat, all threads` }),
+        );
+      }
+      for (const engine of ENGINES) {
+        const on = find(transport, kind, `${engine}+auth`);
+        const off = find(transport, kind, engine);
+        if (!on || !off) continue;
+        rows.push(
+          roundRatioRow(`${engine} ${what}/s, device tokens on / off`, rate(on), rate(off), { goal: { min: GOAL_MIN_AUTH_RATIO } }),
+          roundRatioRow(`${engine} ${what} CPU, device tokens on / off`, cpu(on), cpu(off), { goal: { max: GOAL_MAX_AUTH_CPU_RATIO } }),
         );
       }
       const pg = find(transport, kind, 'postgres');
@@ -309,7 +328,8 @@ async function measure(side: Side, seconds: number, warmUp = false): Promise<Run
   return { perSecond, cpuUsPerHeartbeat: (used * 1e6) / Math.max(1, answered), load1: loadavg()[0]! };
 }
 
-async function startServer(fixture: Fixture, engine: Engine, artifacts: { name: string; version: string; binary: string }[]): Promise<Server> {
+async function startServer(fixture: Fixture, engine: Engine, auth: boolean, artifacts: { name: string; version: string; binary: string }[]): Promise<Server> {
+  const name = auth ? `${engine}+auth` : engine;
   const port = await freePort();
   const coapPort = await freeUdpPort();
   // SQLite is the default: no `database` key, the file in the store.
@@ -320,19 +340,19 @@ async function startServer(fixture: Fixture, engine: Engine, artifacts: { name: 
     default_artifact: 'app',
     // info: the process says "server started" at info.
     log_level: 'info',
-    store: { dir: join(fixture.dir, `store-${engine}`) },
+    store: { dir: join(fixture.dir, `store-${name}`) },
     ...(database ? { database: database.location } : {}),
-    ...(AUTH ? AUTH_CONFIG : {}),
+    ...(auth ? AUTH_CONFIG : {}),
   });
-  const config = await writeConfig(fixture, doc, `updater-${engine}.yaml`);
+  const config = await writeConfig(fixture, doc, `updater-${name}.yaml`);
   let nodeArgs: string[] = [];
   if (PROFILE_DIR) {
-    await mkdir(join(PROFILE_DIR, engine), { recursive: true });
-    nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, engine)}`];
+    await mkdir(join(PROFILE_DIR, name), { recursive: true });
+    nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, name)}`];
   }
   try {
     const child = await startNodeProcess(join(THIS_ROOT, 'bin', 'updater.js'), ['serve', '--config', config], '"server started"', nodeArgs);
-    return { engine, child, url: `http://127.0.0.1:${port}`, coapPort, database, served: 0, windows: [] };
+    return { name, engine, auth, child, url: `http://127.0.0.1:${port}`, coapPort, database, served: 0, windows: [] };
   } catch (err) {
     await database?.drop();
     throw err;
