@@ -138,9 +138,14 @@ async function hashFile(path: string, size: number, progress: Progress): Promise
  */
 const LARGEST_CONTENT_LENGTH = 999_999_999;
 
-function uploadFile(plan: Push, size: number, hash: string, progress: Progress): Promise<unknown> {
+/** The headers of the upload of a file of `size` bytes hashing to `hash`. */
+export function uploadHeaders(size: number, hash: string): Record<string, string> {
   const length: Record<string, string> = size <= LARGEST_CONTENT_LENGTH ? { 'content-length': String(size) } : { 'transfer-encoding': 'chunked' };
-  return call(plan, 'PUT', '/admin/binaries', { 'content-type': 'application/octet-stream', ...length, 'x-content-sha256': hash }, (req) => {
+  return { 'content-type': 'application/octet-stream', ...length, 'x-content-sha256': hash };
+}
+
+function uploadFile(plan: Push, size: number, hash: string, progress: Progress): Promise<unknown> {
+  return call(plan, 'PUT', '/admin/binaries', uploadHeaders(size, hash), (req) => {
     let sent = 0;
     const source = createReadStream(plan.file, { highWaterMark: 1 << 20 });
     source.on('data', (chunk) => {

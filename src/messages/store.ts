@@ -1,3 +1,4 @@
+import type { FileIdentity } from '../shared/protected-files.js';
 import type { TransferKind } from '../shared/store-layout.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 
@@ -78,8 +79,12 @@ export interface UploadSlot {
 export type UploadEnd = 'aborted' | 'hash-mismatch' | 'too-large' | 'store-full' | 'failed';
 
 export interface StoreKeeperApi extends ControlApi {
-  /** Streams a server-side file into the store as `{hash}.bin`; durable when it resolves. */
-  registerBinary(path: string): Promise<BinaryInfo>;
+  /**
+   * Streams a server-side file into the store as `{hash}.bin`; durable when it resolves.
+   * PUBLISH_PATH_FORBIDDEN when the file opened is one the server protects, or is not the
+   * file `expected` (device and inode) that the manifester's publish check passed.
+   */
+  registerBinary(path: string, expected?: FileIdentity): Promise<BinaryInfo>;
   /** Ensures `{hash}.full.zst` exists (single-flight per hash). */
   ensureFull(hash: string): Promise<TransferInfo>;
   /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { UpdaterError } from './errors.js';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -33,19 +33,33 @@ const spare: Buffer[] = [];
  */
 export async function sha256File(path: string): Promise<{ hash: string; size: number }> {
   const handle = await open(path, 'r');
+  try {
+    return await sha256Handle(handle);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * SHA-256 and size of an open file, read from its first byte whatever was read before (the
+ * store reads a descriptor it has checked twice: to hash, then to copy). `each` gets every
+ * chunk before the next is read (the buffer is reused).
+ */
+export async function sha256Handle(handle: FileHandle, each?: (chunk: Buffer) => Promise<void>): Promise<{ hash: string; size: number }> {
   const buffer = spare.pop() ?? Buffer.allocUnsafeSlow(READ_BYTES);
   try {
     const hasher = createHash('sha256');
     let size = 0;
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, READ_BYTES, null);
+      const { bytesRead } = await handle.read(buffer, 0, READ_BYTES, size);
       if (bytesRead === 0) break;
-      hasher.update(buffer.subarray(0, bytesRead));
+      const chunk = buffer.subarray(0, bytesRead);
+      hasher.update(chunk);
       size += bytesRead;
+      if (each) await each(chunk);
     }
     return { hash: hasher.digest('hex'), size };
   } finally {
     if (spare.length < SPARE_BUFFERS) spare.push(buffer);
-    await handle.close();
   }
 }

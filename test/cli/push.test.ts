@@ -3,6 +3,7 @@ import { adminCall, trackOf } from '../helpers/admin.js';
 import { ADMIN_TOKEN, firmware, makeFixture } from '../helpers/fixture.js';
 import { heartbeat } from '../helpers/http.js';
 import { runUpdater, startTestServer } from '../helpers/server.js';
+import { uploadHeaders } from '../../src/cli/push.js';
 
 // `updater push` as a pipeline runs it: the real CLI process against a real server.
 
@@ -51,4 +52,16 @@ t.test('updater push uploads a build and publishes it by hash', async (t) => {
     t.equal(missing.code, 1);
     t.match(missing.stderr, /cannot read/);
   });
+});
+
+t.test('updater push announces a size under 1e9 bytes and sends 1e9 and more chunked', async (t) => {
+  // uWebSockets.js closes the connection on a Content-Length of ten digits or more, unanswered
+  // (docs/operations.md); a >1 GB upload is the bench's to run, the request's headers are here.
+  const hash = 'ab'.repeat(32);
+  t.same(uploadHeaders(999_999_999, hash), { 'content-type': 'application/octet-stream', 'content-length': '999999999', 'x-content-sha256': hash });
+  for (const size of [1_000_000_000, 4_294_967_295, 5 * 1024 ** 3]) {
+    const headers = uploadHeaders(size, hash);
+    t.equal(headers['transfer-encoding'], 'chunked', `${size} bytes: chunked`);
+    t.notOk('content-length' in headers, `${size} bytes: no Content-Length`);
+  }
 });

@@ -1,14 +1,21 @@
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { adminCall } from '../helpers/admin.js';
+import { adminCall, eventually } from '../helpers/admin.js';
 import { openBrowser } from '../helpers/browser.js';
 import { ADMIN_TOKEN, firmware, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { startTestServer } from '../helpers/server.js';
+import { startReceiver } from '../helpers/webhook-receiver.js';
+import { WEBHOOK_EVENT_TYPES } from '../../src/shared/webhooks/events.js';
 
 // The console signed in with tokens of different roles, in Debian's Chromium against a real
 // server: a read token sees the fleet but no control the server would refuse it (no rollout
 // buttons, no Tokens page); the configured admin token creates a token (its secret shown once),
-// sees it listed, revokes it, and finds both in the Audit page.
+// sees it listed, revokes it, and finds both in the Audit page. The Webhooks page shows each
+// configured webhook's outbox: a receiver that refuses its first attempts is seen waiting with
+// its failed attempts listed, then delivered.
+
+const WEBHOOK_SECRET = 'console-webhook-secret-0123456789';
 
 t.test('the console shows each role only what it may do; tokens and the audit log have their pages', async (t) => {
   const fixture = await makeFixture('updater-console-roles-');
@@ -16,7 +23,16 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
   const v1 = firmware(50_000, 'roles-console-1');
   const app1 = await fixture.writeBinary('app-1.bin', v1);
   const app2 = await fixture.writeBinary('app-2.bin', nextVersion(v1, 'roles-console-2'));
-  const server = await startTestServer(fixture, [], { fleet: { flush_interval: '200ms' } });
+  // Two receivers that check every signature: one that always answers, one the test makes fail.
+  const steady = await startReceiver(WEBHOOK_SECRET);
+  const flaky = await startReceiver(WEBHOOK_SECRET);
+  t.teardown(() => Promise.all([steady.close(), flaky.close()]));
+  const secretFile = join(fixture.dir, 'webhook.secret');
+  await writeFile(secretFile, `${WEBHOOK_SECRET}\n`);
+  const server = await startTestServer(fixture, [], {
+    fleet: { flush_interval: '200ms' },
+    webhooks: [steady, flaky].map((r) => ({ url: r.url, secret_file: secretFile, events: [...WEBHOOK_EVENT_TYPES] })),
+  });
   t.teardown(() => server.stop());
   const url = server.url;
   t.equal((await adminCall(url, 'POST', '/admin/artifacts', { name: 'app', version: '1.0.0', binary: app1.path })).status, 200);
@@ -49,6 +65,7 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
     t.match(nav, /Tracks/);
     t.match(nav, /Audit/, 'every role may read the audit log');
     t.notMatch(nav, /Tokens/, 'no Tokens page for a read token');
+    t.match(nav, /Webhooks/, 'every role may read the webhooks\' state');
 
     await page.goto(`${url}/console/#/tracks/app`);
     await page.getByTestId('rollout-state').waitFor();
@@ -63,6 +80,11 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
     await page.goto(`${url}/console/#/audit`);
     await page.getByRole('heading', { name: 'Audit log' }).waitFor();
     t.same((await buttons()).filter((b) => b !== 'Older' && b !== 'Newer'), ['Sign out'], 'the audit page has no control but paging');
+
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+    await page.getByRole('region', { name: 'Webhooks' }).getByText(steady.url).waitFor();
+    t.same(await buttons(), ['Sign out'], 'the webhooks page has no control');
     t.same(refused, [], 'the console never made a call the server refused with 403');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Admin token').waitFor();
@@ -113,6 +135,39 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
     t.match(audit, /created token [0-9a-f]{16} \(ci-browser, publish/);
     t.notOk(audit.includes(secret.slice(22)), 'no secret in the audit page');
     await page.screenshot({ path: join(shots, 'audit.png'), fullPage: true });
+  });
+
+  await t.test('the Webhooks page shows each webhook waiting on a failing receiver, then delivered', async (t) => {
+    const state = async () => (await adminCall(url, 'GET', '/admin/webhooks')).json;
+    await eventually('the events so far are delivered to both', state, (s) => s.webhooks.every((w: { pending: number }) => w.pending === 0));
+    // Three refusals: retries 5, 10 and 20 s apart (docs/operations.md), so the failing state
+    // lasts long enough for the page (polled every 4 s) to show it, whatever the machine's pace.
+    flaky.failNext(3);
+    t.equal((await adminCall(url, 'POST', '/admin/artifacts', { name: 'hooked', version: '1.0.0', binary: app1.path })).status, 200);
+
+    await page.goto(`${url}/console/#/webhooks`);
+    const row = (receiver: { url: string }) => page.getByRole('region', { name: 'Webhooks' }).getByRole('row').filter({ hasText: receiver.url });
+    /** The row's cells after the URL: Events, Waiting, Oldest waiting, Next attempt, Delivered, Last delivery, Given up. */
+    const cells = async (receiver: { url: string }) => (await row(receiver).locator('td').allInnerTexts()).map((c) => c.trim());
+    const failures = page.getByRole('region', { name: 'Failed attempts' });
+    await failures.getByRole('row').filter({ hasText: 'answered 500' }).waitFor({ timeout: 30_000 });
+    const failing = await cells(flaky);
+    t.equal(failing[1], '1', 'the failing webhook has the event waiting');
+    t.not(failing[3], '—', 'with its next attempt scheduled');
+    t.equal(failing[6], '0', 'and nothing given up');
+    t.match(await failures.innerText(), /track\.published[\s\S]*answered 500[\s\S]*retry/);
+    t.notMatch(await failures.innerText(), new RegExp(steady.url.replace(/[/.]/g, '\\$&')), 'the steady webhook has no failed attempt');
+    t.equal((await cells(steady))[1], '0', 'the steady webhook has nothing waiting');
+    await page.screenshot({ path: join(shots, 'webhooks-failing.png'), fullPage: true });
+
+    await page.getByText('No delivery is failing.').waitFor({ timeout: 90_000 });
+    const delivered = await cells(flaky);
+    t.equal(delivered[1], '0', 'nothing waits once the receiver answered');
+    t.equal(delivered[4], (await cells(steady))[4], 'the failing webhook delivered as many events as the steady one');
+    t.equal(delivered[4], String((await state()).webhooks[1].delivered), 'the count the server keeps');
+    t.same(flaky.requests.slice(-4).map((r) => r.status), [500, 500, 500, 204], 'three refusals, then the delivery');
+    t.ok([...steady.requests, ...flaky.requests].every((r) => r.signatureValid), 'every attempt was signed with the secret');
+    await page.screenshot({ path: join(shots, 'webhooks-delivered.png'), fullPage: true });
   });
 
   t.same(problems, [], 'no page errors');

@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import t from 'tap';
-import { firmware, makeFixture } from '../helpers/fixture.js';
+import { ADMIN_TOKEN, firmware, makeFixture } from '../helpers/fixture.js';
 import { rawExchange, type RawOutcome } from '../helpers/raw-http.js';
 import { startTestServer } from '../helpers/server.js';
 
@@ -18,7 +21,9 @@ t.test('HTTP framing on the device listener', async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const app = await fixture.writeBinary('app.bin', firmware(10_000, 'framing'));
-  const server = await startTestServer(fixture, [{ name: 'app', version: '1', binary: app.path }]);
+  // admin.max_upload_mb 1: a declared upload of 999999999 bytes is over it (413), as on a server
+  // whose limit is the default 4096 MiB a body of 5 GB would be.
+  const server = await startTestServer(fixture, [{ name: 'app', version: '1', binary: app.path }], { admin: { max_upload_mb: 1 } });
   t.teardown(() => server.stop());
   const heartbeat = JSON.stringify({ device_id: 'framing-1', version_hash: app.hash, hw_info: { arch: 'amd64', os: 'linux', free_ram: 1, free_disk: 1 }, timestamp: 1_700_000_000, version: '1', artifact: 'app' });
   const post = (headers: string, body: string) => `POST /heartbeat HTTP/1.1\r\n${HOST}${headers}\r\n${body}`;
@@ -81,6 +86,44 @@ t.test('HTTP framing on the device listener', async (t) => {
       t.equal(outcome.rest, '', `${what}: not a partial answer either`);
       t.ok(outcome.closedByServer && outcome.beforeIdle, `${what}: closed at once, not left to the idle timeout`);
     }
+  });
+
+  await t.test('a Content-Length of 1e9 or more: closed at once unanswered, nothing stored, the server goes on', async (t) => {
+    // uWS 20.30's parser refuses a Content-Length of ten digits or more before any JavaScript
+    // runs, so no route can answer 413 (docs/operations.md, "HTTP framing"); one digit fewer
+    // reaches the route and its body limit.
+    const storeDir = join(fixture.dir, 'store');
+    const listing = async () => (await readdir(storeDir, { recursive: true })).sort();
+    const before = await listing();
+    const admin = `Authorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/octet-stream\r\n`;
+    const routes: [string, string][] = [
+      ['POST /report', `POST /report HTTP/1.1\r\n${HOST}Content-Type: application/json\r\n`],
+      ['POST /admin/artifacts', `POST /admin/artifacts HTTP/1.1\r\n${HOST}${admin}`],
+      ['PUT /admin/binaries', `PUT /admin/binaries HTTP/1.1\r\n${HOST}${admin}`],
+    ];
+    for (const [route, head] of routes) {
+      const under = await exchange(`${head}Content-Length: 999999999\r\n\r\n{`, 1);
+      t.equal(under.responses[0]?.status, 413, `${route}, Content-Length 999999999: 413`);
+      t.match(JSON.parse(under.responses[0]?.body ?? '{}'), { error: { code: 'BODY_TOO_LARGE' } }, `${route}: BODY_TOO_LARGE`);
+    }
+    // At once: each before a silent connection opened beside it meets the idle timeout (all at
+    // the same time, so the test waits for that timeout once).
+    const over = routes.flatMap(([route, head]) => ['1000000000', '4294967295', '4294967296', '18446744073709551616'].map((length) => ({ route, head, length })));
+    const outcomes = await Promise.all(over.map(({ head, length }) => beside(`${head}Content-Length: ${length}\r\n\r\n{`)));
+    over.forEach(({ route, length }, i) => {
+      const o = outcomes[i]!;
+      t.ok(o.responses.length === 0 && o.rest === '' && o.closedByServer && o.beforeIdle, `${route}, Content-Length ${length}: closed at once, no answer`);
+    });
+    t.same(await listing(), before, 'nothing was stored under store.dir, not even a temporary');
+    const after = await exchange(`GET /nope HTTP/1.1\r\n${HOST}\r\n`, 1);
+    t.equal(after.responses[0]?.status, 404, 'and the server goes on answering');
+
+    // The same upload sent chunked reaches the route: the way to send 1e9 bytes and more.
+    const body = 'chunked upload of the framing test';
+    const hash = createHash('sha256').update(body).digest('hex');
+    const chunked = await exchange(`PUT /admin/binaries HTTP/1.1\r\n${HOST}${admin}X-Content-SHA256: ${hash}\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`, 1);
+    t.equal(chunked.responses[0]?.status, 201, 'a chunked upload is stored');
+    t.same(JSON.parse(chunked.responses[0]?.body ?? '{}'), { hash, size: body.length });
   });
 
   await t.test('what uWS 20.30 cannot parse never reaches a handler and is closed by the server', async (t) => {

@@ -1,11 +1,16 @@
+import { link, mkdir, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import t from 'tap';
-import { firmware, makeFixture, randomHash } from '../helpers/fixture.js';
-import { getBytes, metricValue, postJson } from '../helpers/http.js';
+import { adminCall, eventually } from '../helpers/admin.js';
+import { firmware, makeFixture, randomHash, sha256Hex } from '../helpers/fixture.js';
+import { getBytes, heartbeat, heartbeatUntilSigned, metricValue, postJson } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
 import { heartbeatFieldsFor, startCoapTestServer } from '../helpers/coap.js';
 import { encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 
-// Outside input over HTTP: refused with a stable code, and the server keeps answering.
+// Outside input over HTTP: refused with a stable code, and the server keeps answering. The
+// raw-socket cases (framing, Content-Length the HTTP engine refuses) are in http-framing.test.ts,
+// the CoAP ones in coap-hostile.test.ts, the publish path rules in publish-paths.test.ts.
 
 t.test('bad device input gets a clear error and the server keeps answering', async (t) => {
   const fixture = await makeFixture();
@@ -130,4 +135,49 @@ t.test('health lists every track', async (t) => {
   t.teardown(() => server.stop());
   const health = await (await fetch(`${server.url}/health`)).json();
   t.same(health, { status: 'ok', store: 'writable', artifacts: { 'app/linux/arm64': { version: '1.4.0', hash: a.hash }, tool: { version: '0.1', hash: b.hash } } });
+});
+
+t.test('a hard link inside a publish root to one of the server\'s own files is refused', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  // One file system: the fixture's directory holds the key, the roots and the store.
+  const builds = join(fixture.dir, 'builds');
+  await mkdir(builds);
+  const storeDir = join(fixture.dir, 'store');
+  const statePath = join(fixture.dir, 'state.json');
+  const app = await fixture.writeBinary('builds/app.bin', firmware(20_000, 'hl-app'));
+  const server = await startTestServer(fixture, [], { allow_full_download: true, store: { dir: storeDir, state_file: statePath, publish_roots: [builds] } });
+  t.teardown(() => server.stop());
+  const publish = (binary: string) => adminCall(server.url, 'POST', '/admin/artifacts', { name: 'app', version: '1', binary });
+  t.equal((await publish(app.path)).status, 200, 'a file built into the root is published (the state file now exists)');
+  // The fleet actor holds its SQLite database open in WAL mode: the write-ahead log exists.
+  await eventually('the database has a write-ahead log', () => readdir(storeDir), (names) => names.includes('updater.db-wal'));
+
+  const targets: [string, string][] = [
+    ['the signing key', fixture.keyPath],
+    ['the admin token file', fixture.tokenPath],
+    ['the configuration file', server.configPath],
+    ['the state file', statePath],
+    ['the database', join(storeDir, 'updater.db')],
+    ['the database\'s write-ahead log', join(storeDir, 'updater.db-wal')],
+    ['a stored binary', join(storeDir, 'binaries', `${app.hash}.bin`)],
+  ];
+  for (const [i, [what, target]] of targets.entries()) {
+    const hardLink = join(builds, `hardlink-${i}`);
+    await link(target, hardLink);
+    // A track of its own each, so that a file wrongly published stays a track's target.
+    const answer = await adminCall(server.url, 'POST', '/admin/artifacts', { name: `leak-${i}`, version: '1', binary: hardLink });
+    t.equal(answer.status, 403, `a hard link to ${what}`);
+    t.equal(answer.json?.error?.code, 'PUBLISH_PATH_FORBIDDEN', `a hard link to ${what}`);
+  }
+  t.same(await readdir(join(storeDir, 'binaries')), [`${app.hash}.bin`], 'nothing of a refused file was stored, not even a temporary');
+  // A device asking for the key's track would make the server compress it to /binary/{hash}.
+  t.not((await heartbeat(server.url, randomHash(), 'leak-0')).status, 200, 'no track holds the key');
+  t.equal((await getBytes(`${server.url}/binary/${sha256Hex(await readFile(fixture.keyPath))}`)).status, 404, 'the key is not downloadable');
+  t.equal((await getBytes(`${server.url}/binary/${sha256Hex(await readFile(fixture.tokenPath))}`)).status, 404, 'nor the token');
+  const served = await heartbeatUntilSigned(server.url, randomHash(), 'app');
+  t.equal((await getBytes(`${server.url}${served.binary_endpoint}`)).status, 200, 'while the file published from the root is');
+  const copied = await fixture.writeBinary('builds/app2.bin', firmware(20_000, 'hl-app2'));
+  await link(copied.path, join(builds, 'app2-again.bin'));
+  t.equal((await publish(join(builds, 'app2-again.bin'))).status, 200, 'a hard link between two build outputs is published');
 });

@@ -62,7 +62,7 @@ await runActor(async (ctx) => {
     tracks,
     signed,
     store: {
-      registerBinary: (path) => ctx.call('store-keeper', (s) => s.registerBinary(path)),
+      registerBinary: (path, expected) => ctx.call('store-keeper', (s) => s.registerBinary(path, expected)),
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
       adoptBinary: (hash) => requests.adoptBinary(hash),

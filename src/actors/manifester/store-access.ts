@@ -1,4 +1,5 @@
 import type { BinaryInfo } from '../../messages/store.js';
+import type { FileIdentity } from '../../shared/protected-files.js';
 import { isUpdaterError } from '../../shared/errors.js';
 
 // What the track lifecycle needs of the store-keeper (track-admin.ts, track-boot.ts and the
@@ -6,8 +7,8 @@ import { isUpdaterError } from '../../shared/errors.js';
 // and the generation requests apply the same way.
 
 export interface StoreAccess {
-  /** Streams the file into the store; durable when it resolves. */
-  registerBinary(path: string): Promise<BinaryInfo>;
+  /** Streams the file into the store; durable when it resolves. `expected`: the file a publish check passed. */
+  registerBinary(path: string, expected?: FileIdentity): Promise<BinaryInfo>;
   /** Asks for the compressed full file in the background. */
   ensureFull(hash: string): void;
   /** Whether the store (as the manifester's replica knows it) holds the binary. */

@@ -260,9 +260,13 @@ export class TrackAdmin {
   private async storeFile(key: string, path: string): Promise<BinaryInfo> {
     // A path the configuration names is the operator's own; any other came through the API.
     const configured = this.deps.config.artifacts.find((a) => a.key === key)?.binary;
-    const readPath = path === configured ? path : await checkPublishPath(path, this.deps.config);
-    await assertRegularFile(readPath);
-    return this.deps.store.registerBinary(readPath);
+    if (path === configured) {
+      await assertRegularFile(path);
+      return this.deps.store.registerBinary(path);
+    }
+    const checked = await checkPublishPath(path, this.deps.config);
+    await assertRegularFile(checked.path);
+    return this.deps.store.registerBinary(checked.path, checked.identity);
   }
 
   /** Applies a change to the table and records it (track-record.ts). */

@@ -1,64 +1,61 @@
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { BinaryInfo } from '../../messages/store.js';
 import { openTemp, publishNoOverwrite, writeFully } from '../../shared/durable-file.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { sha256File } from '../../shared/hash.js';
+import { sha256File, sha256Handle } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
 import { binaryName } from '../../shared/store-layout.js';
+import { openVerified, type SourceFile } from './source-file.js';
 import { binaryMismatch, quarantine } from './verify.js';
 
 /** Runs a write to the store under the store's writability rules. */
 export type StoreWrite = <T>(write: () => Promise<T>) => Promise<T>;
 
 /**
- * Streams a server-side file into `binariesDir` as `{hash}.bin`: hash first (the common case
- * at boot is a binary the store already holds), then copy while hashing again, so a file that
- * changes while it is read is refused instead of stored under a wrong name. The temporary is
- * read back and hashed once synced: only bytes that are on disk and fit the name get it.
+ * Streams a server-side file into `binariesDir` as `{hash}.bin` through one descriptor, opened
+ * and checked first (source-file.ts): hash it (the common case at boot is a binary the store
+ * already holds), then copy while hashing again, so a file that changes while it is read is
+ * refused instead of stored under a wrong name. The temporary is read back and hashed once
+ * synced: only bytes that are on disk and fit the name get it.
  */
-export async function copyIntoStore(sourcePath: string, binariesDir: string, has: (hash: string) => boolean, writing: StoreWrite, log: Logger): Promise<BinaryInfo & { created: boolean }> {
-  const first = await readable(() => sha256File(sourcePath), sourcePath);
-  if (has(first.hash)) return { ...first, created: false };
-  return writing(async () => {
-    const tempPath = await copyToTemp(sourcePath, binariesDir, first);
-    const finalPath = join(binariesDir, binaryName(first.hash));
-    let created = await publishNoOverwrite(tempPath, finalPath, { keepTemp: true });
-    if (!created) {
-      // The name is taken but the index did not hold it: a leftover of a crash or another hand.
-      // Content-addressed names are trusted only once the bytes fit them.
-      const mismatch = await binaryMismatch(finalPath, first.hash);
-      if (mismatch) {
-        await quarantine(dirname(binariesDir), binariesDir, binaryName(first.hash), mismatch, log);
-        created = await publishNoOverwrite(tempPath, finalPath, { keepTemp: true });
+export async function copyIntoStore(source: SourceFile, binariesDir: string, has: (hash: string) => boolean, writing: StoreWrite, log: Logger): Promise<BinaryInfo & { created: boolean }> {
+  const handle = await openVerified(source);
+  try {
+    const first = await readable(() => sha256Handle(handle), source.path);
+    if (has(first.hash)) return { ...first, created: false };
+    return await writing(async () => {
+      const tempPath = await copyToTemp(handle, source.path, binariesDir, first);
+      const finalPath = join(binariesDir, binaryName(first.hash));
+      let created = await publishNoOverwrite(tempPath, finalPath, { keepTemp: true });
+      if (!created) {
+        // The name is taken but the index did not hold it: a leftover of a crash or another hand.
+        // Content-addressed names are trusted only once the bytes fit them.
+        const mismatch = await binaryMismatch(finalPath, first.hash);
+        if (mismatch) {
+          await quarantine(dirname(binariesDir), binariesDir, binaryName(first.hash), mismatch, log);
+          created = await publishNoOverwrite(tempPath, finalPath, { keepTemp: true });
+        }
       }
-    }
-    await rm(tempPath, { force: true });
-    return { ...first, created };
-  });
+      await rm(tempPath, { force: true });
+      return { ...first, created };
+    });
+  } finally {
+    await handle.close();
+  }
 }
 
-async function copyToTemp(sourcePath: string, dir: string, expected: BinaryInfo): Promise<string> {
+async function copyToTemp(source: FileHandle, sourcePath: string, dir: string, expected: BinaryInfo): Promise<string> {
   const { path: tempPath, handle } = await openTemp(dir);
-  const hasher = createHash('sha256');
-  let size = 0;
   try {
+    let copied: BinaryInfo;
     try {
-      await readable(async () => {
-        for await (const chunk of createReadStream(sourcePath, { highWaterMark: 1 << 20 })) {
-          hasher.update(chunk as Buffer);
-          size += (chunk as Buffer).length;
-          await writeFully(handle, chunk as Buffer);
-        }
-      }, sourcePath);
+      copied = await readable(() => sha256Handle(source, (chunk) => writeFully(handle, chunk)), sourcePath);
       await handle.sync();
     } finally {
       await handle.close();
     }
-    const hash = hasher.digest('hex');
-    if (hash !== expected.hash || size !== expected.size) {
+    if (copied.hash !== expected.hash || copied.size !== expected.size) {
       throw new UpdaterError('SOURCE_UNREADABLE', `${sourcePath} changed while it was being read; try again once it is complete`);
     }
     const written = await sha256File(tempPath);

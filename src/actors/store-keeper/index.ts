@@ -24,7 +24,7 @@ await runActor(async (ctx) => {
   await store.open();
   cluster?.start();
   return {
-    registerBinary: (path) => store.registerBinary(path),
+    registerBinary: (path, expected) => store.registerBinary(path, expected),
     ensureFull: (hash) => store.ensureFull(hash),
     ensureDelta: (from, to) => store.ensureDelta(from, to),
     adoptBinary: (hash) => store.adoptBinary(hash),

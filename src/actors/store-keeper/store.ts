@@ -8,6 +8,7 @@ import { storeWriteError } from '../../shared/durable-file.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
+import type { FileIdentity } from '../../shared/protected-files.js';
 import type { RunDiffTask } from '../diff-pool/pool.js';
 import { HotTransferCache, TargetCache } from './caches.js';
 import { copyIntoStore } from './copy-in.js';
@@ -141,9 +142,9 @@ export class ContentStore {
     void this.publish({ type: 'binary-registered', binary: { hash: binary.hash, size: binary.size } });
   }
 
-  async registerBinary(path: string): Promise<BinaryInfo> {
+  async registerBinary(path: string, expected?: FileIdentity): Promise<BinaryInfo> {
     this.refuseWhileDraining();
-    const result = await copyIntoStore(path, this.layout.binaries, (hash) => this.binaries.has(hash),
+    const result = await copyIntoStore({ path, expected, config: this.config }, this.layout.binaries, (hash) => this.binaries.has(hash),
       (write) => this.writing(`a copy of ${path}`, write), this.log);
     if (!this.binaries.has(result.hash)) {
       this.binaries.set(result.hash, result.size);
