@@ -6,6 +6,7 @@ import { request as httpsRequest } from 'node:https';
 import { parseArgs } from 'node:util';
 import { parseTrackKey } from '../shared/artifact-key.js';
 import { parseRolloutPlan } from '../shared/rollout-plan.js';
+import { versionLabelProblem } from '../shared/version-label.js';
 
 // `updater push`: the one line a build pipeline runs to ship a build. It hashes the file
 // locally, streams it to PUT /admin/binaries with that hash as X-Content-SHA256 (the server
@@ -76,6 +77,9 @@ export function parsePush(args: string[], env: NodeJS.ProcessEnv): Push {
   if (positionals.length !== 1) throw new UsageError('exactly one FILE is required');
   if (!values.track) throw new UsageError('--track KEY is required');
   if (!values.version) throw new UsageError('--version V is required');
+  // Refused here as the server would refuse it, before the file is uploaded.
+  const versionProblem = versionLabelProblem(values.version);
+  if (versionProblem) throw new UsageError(`--version ${versionProblem}`);
   const token = env.UPDATER_TOKEN?.trim();
   if (!token) throw new UsageError('UPDATER_TOKEN must hold the admin token');
   let track;

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { freeUdpPort } from './coap.js';
 import { createTestDatabase } from './databases.js';
 import { freePort, makeFixture, type Fixture } from './fixture.js';
 import { configDocument, spawnServer, writeConfig, type ArtifactEntry, type ServerProcess } from './server.js';
@@ -24,6 +25,8 @@ export interface Replica {
   readonly url: string;
   readonly port: number;
   readonly configPath: string;
+  /** The replica's CoAP port, when the cluster was started with `coap`. */
+  readonly coapPort?: number;
   process: ServerProcess;
 }
 
@@ -39,8 +42,10 @@ export interface Cluster {
   restart(replica: Replica): Promise<void>;
 }
 
-/** Starts a cluster of `count` replicas; torn down with the test. */
-export async function startCluster(t: Owner, count: number, artifacts: ArtifactEntry[] = [], overrides: Record<string, unknown> = {}): Promise<Cluster> {
+/** Starts a cluster of `count` replicas (each with a CoAP listener of its own with `coap`); torn down with the test. */
+export async function startCluster(
+  t: Owner, count: number, artifacts: ArtifactEntry[] = [], overrides: Record<string, unknown> = {}, options: { coap?: boolean } = {},
+): Promise<Cluster> {
   const fixture = await makeFixture('updater-cluster-');
   const database = await createTestDatabase('postgres', fixture.dir);
   const relay = await startDatabaseRelay(new URL(database.location));
@@ -56,17 +61,19 @@ export async function startCluster(t: Owner, count: number, artifacts: ArtifactE
   const storeDir = join(fixture.dir, 'shared-store');
   for (let index = 0; index < count; index++) {
     const port = await freePort();
+    const coapPort = options.coap ? await freeUdpPort() : undefined;
     const doc = configDocument(fixture, port, artifacts, {
       store: { dir: storeDir, delta_concurrency: 2, publish_roots: [fixture.dir] },
       database: relay.url,
       log_level: 'info',
       ...overrides,
+      ...(coapPort ? { listen: { ...(overrides.listen as Record<string, unknown> | undefined), coap: `127.0.0.1:${coapPort}` } } : {}),
     });
     const configPath = await writeConfig(fixture, doc, `replica-${index}.yaml`);
     const url = `http://127.0.0.1:${port}`;
     // One after another: the first start migrates the schema and republishes configured tracks.
     const process = await spawnServer(configPath, url, 120_000);
-    replicas.push({ index, url, port, configPath, process });
+    replicas.push({ index, url, port, configPath, ...(coapPort ? { coapPort } : {}), process });
   }
   return {
     fixture,

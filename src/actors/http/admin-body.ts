@@ -5,6 +5,7 @@ import { assertSha256Hex } from '../../shared/hash.js';
 import { invalidField as fail, isRecord, refuseUnknownFields as refuseUnknown } from '../../shared/input.js';
 import { isLogLevel, type LogLevel } from '../../shared/logger.js';
 import { isPercent, parseRolloutPlan } from '../../shared/rollout-plan.js';
+import { versionLabelProblem } from '../../shared/version-label.js';
 import { parseJson } from './body.js';
 
 // Validation of admin request bodies (docs/operations.md, "The calls"). Track keys are checked here,
@@ -12,7 +13,6 @@ import { parseJson } from './body.js';
 
 /** Admin bodies are a few fields and a path; anything larger is refused before it is parsed. */
 export const MAX_ADMIN_BODY_BYTES = 16 * 1024;
-const MAX_VERSION_LENGTH = 128;
 const MAX_PATH_LENGTH = 4096;
 
 export function objectBody(body: Buffer, allowEmpty: boolean): Record<string, unknown> {
@@ -35,10 +35,9 @@ export function parsePublishBody(body: Buffer): PublishRequest {
   const fields = objectBody(body, false);
   refuseUnknown(fields, ['name', 'os', 'arch', 'version', 'binary', 'hash', 'rollout']);
   const id = makeTrackId(fields.name, fields.os, fields.arch);
-  const version = fields.version;
-  if (typeof version !== 'string' || version === '') fail('version', 'must be a non-empty string');
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused here
-  if (version.length > MAX_VERSION_LENGTH || /[\u0000-\u001f\u007f]/.test(version)) fail('version', `must be at most ${MAX_VERSION_LENGTH} printable characters`);
+  const versionProblem = versionLabelProblem(fields.version);
+  if (versionProblem !== undefined) fail('version', versionProblem);
+  const version = fields.version as string;
   const rollout = fields.rollout !== undefined ? { rollout: parseRolloutPlan(fields.rollout) } : {};
   if ((fields.binary === undefined) === (fields.hash === undefined)) fail('binary', 'or hash is required, and only one of them');
   // An uploaded binary (PUT /admin/binaries), named by its hash.

@@ -18,7 +18,9 @@ import { toView, type Track, type TrackTable } from './tracks.js';
 import { steppedSequences } from './release-sequence.js';
 import type { BinaryInfo } from '../../messages/store.js';
 import { assertSha256Hex } from '../../shared/hash.js';
+import { invalidField } from '../../shared/input.js';
 import { binaryName, storeLayout } from '../../shared/store-layout.js';
+import { versionLabelProblem } from '../../shared/version-label.js';
 import type { WebhookEvent } from '../../shared/webhooks/events.js';
 import { publishEvents, removedEvent, rolloutEvent } from './track-events.js';
 
@@ -100,7 +102,9 @@ export class TrackAdmin {
   publish(request: PublishRequest): Promise<PublishOutcome> {
     const id = makeTrackId(request.name, request.os, request.arch);
     const key = trackKey(id);
-    if (typeof request.version !== 'string' || request.version === '') throw new UpdaterError('INVALID_FIELD', 'version must be a non-empty string');
+    // Checked again here, where every publish passes: the label is part of the signed release statement.
+    const versionProblem = versionLabelProblem(request.version);
+    if (versionProblem !== undefined) invalidField('version', versionProblem);
     // A configured track may be republished through the API; configuration takes it back at the next boot.
     const source: Source = this.configKeys.has(key) ? 'config' : 'api';
     if (request.hash !== undefined) {

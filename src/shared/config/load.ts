@@ -2,6 +2,7 @@ import { accessSync, constants as fsc, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseTrackKey, trackIdProblem, trackKey } from '../artifact-key.js';
 import { engineOf } from '../database/location.js';
+import { versionLabelProblem } from '../version-label.js';
 import { ConfigError, readYamlFile } from './document.js';
 import { checkListeners } from './listen.js';
 import { parseDocument } from './schema-kit.js';
@@ -123,6 +124,9 @@ function readArtifacts(doc: ConfigDocument): ArtifactConfig[] {
     const key = trackKey({ name: name!, os, arch });
     if (seen.has(key)) throw new ConfigError(path, `declares the track ${key} a second time`);
     seen.add(key);
+    // The label is part of the signed release statement (src/shared/version-label.ts).
+    const versionProblem = versionLabelProblem(version);
+    if (versionProblem) throw new ConfigError(`${path}.version`, versionProblem);
     checkRegularReadableFile(binary, `${path}.binary`);
     return { key, name: name!, os, arch, version, binary };
   });
