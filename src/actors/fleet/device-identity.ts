@@ -4,10 +4,12 @@ import type { DevicePage, DeviceQuery, DeviceView, FleetApi, ReportView } from '
 import type { Database } from '../../shared/database/schema.js';
 import { deviceIdHash, mintDeviceToken } from '../../shared/device-token.js';
 import { UpdaterError } from '../../shared/errors.js';
+import type { WebhookEvent } from '../../shared/webhooks/events.js';
 import type { ActorContext } from '../runtime.js';
 import { deviceView } from './fleet-queries.js';
 import * as ids from './identities.js';
 import { TrustState } from './trust.js';
+import { devicePendingEvent } from './webhooks/device-events.js';
 
 // The fleet actor's half of device identity: enrollment decisions and token issuing for POST
 // /auth, the operator's accept / reject / preauthorize / delete, and the trust (token key and
@@ -26,6 +28,8 @@ const PENDING_GAUGE_MS = 30_000;
 export const PENDING_RETRY_AFTER_S = 60;
 
 type Every = (ms: number, what: string, fn: () => Promise<void>) => void;
+/** Webhooks.record: events into the outbox, within the given transaction. */
+type RecordEvents = (events: readonly WebhookEvent[], into: Kysely<Database>) => Promise<void>;
 type IdentityApi = Pick<FleetApi, 'authenticate' | 'deviceTrust' | 'setDeviceState' | 'preauthorize' | 'deleteDevice'>;
 type DeviceWithReports = DeviceView & { reports: ReportView[] };
 
@@ -48,6 +52,7 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 export async function startDeviceIdentity(
   ctx: ActorContext, db: () => Kysely<Database>, every: Every, inventoryDevice: (id: string) => Promise<DeviceWithReports | null>,
+  recordEvents: RecordEvents,
 ): Promise<DeviceIdentity> {
   const { auth, enrollment, tokenTtlMs, maxPending } = ctx.config.devices;
   const ttl = Math.ceil(tokenTtlMs / 1000);
@@ -79,7 +84,8 @@ export async function startDeviceIdentity(
     async authenticate(request) {
       if (!trust) throw new UpdaterError('NOT_FOUND', 'device authentication is off (devices.auth)');
       const now = nowSeconds();
-      const decision = await ids.authenticate(db(), request, enrollment, maxPending, now);
+      const decision = await ids.authenticate(db(), request, enrollment, maxPending, now,
+        (tx, first) => recordEvents([devicePendingEvent(first.deviceId, first.publicKey)], tx));
       if (decision === 'pending') {
         await countPending();
         return { state: 'pending', retryAfter: PENDING_RETRY_AFTER_S };
