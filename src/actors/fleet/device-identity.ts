@@ -63,7 +63,11 @@ export async function startDeviceIdentity(
   // Identities are read and written with auth off too (an operator may preauthorize before
   // turning it on); the token key and the revocations only matter to checks, which need it on.
   const trust = on ? new TrustState(await ids.tokenKey(db())) : undefined;
-  const reload = async () => trust?.replace(await ids.revocations(db(), nowSeconds() - ttl));
+  const reload = async () => {
+    if (!trust) return;
+    const since = nowSeconds() - ttl;
+    trust.replace(await ids.revocations(db(), since), await ids.certificateRefusals(db(), since));
+  };
   await reload().catch(() => undefined);
   await countPending().catch(() => undefined);
   if (trust) every(REVOCATION_POLL_MS, 'device revocations', reload);
@@ -102,6 +106,7 @@ export async function startDeviceIdentity(
       const now = nowSeconds();
       if (!(await ids.setState(db(), deviceId, action, now))) throw new UpdaterError('DEVICE_NOT_FOUND', `no device ${JSON.stringify(deviceId)} is known`);
       if (action === 'reject') revokeHere(deviceId, now);
+      else trust?.admit(deviceIdHash(deviceId));
       await countPending();
       const { reports: _reports, ...view } = (await viewOf(deviceId, () => inventoryDevice(deviceId)))!;
       return view;

@@ -43,6 +43,19 @@ export async function revocations(db: Db, since: number): Promise<[string, numbe
   return rows.map((r) => [r.id_hash, Number(r.revoked_at)]);
 }
 
+/**
+ * Id hashes of the devices whose client certificates are refused: every rejected device, and
+ * every deleted one (a revocation whose device has no identity any more) revoked at or after
+ * `since`, as its tokens are.
+ */
+export async function certificateRefusals(db: Db, since: number): Promise<string[]> {
+  const rejected = await db.selectFrom('device_identities').select('device_id').where('auth_state', '=', 'rejected').execute();
+  const deleted = await db.selectFrom('device_revocations').select('id_hash').where('revoked_at', '>=', since)
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('device_identities').select('device_identities.device_id').whereRef('device_identities.device_id', '=', 'device_revocations.device_id'))))
+    .execute();
+  return [...rejected.map((r) => deviceIdHash(r.device_id)), ...deleted.map((r) => r.id_hash)];
+}
+
 /** Old revocations go once every token they could refuse has expired. */
 export async function pruneRevocations(db: Db, before: number): Promise<void> {
   await db.deleteFrom('device_revocations').where('revoked_at', '<', before).execute();
