@@ -50,13 +50,16 @@ export class DeviceGate {
   }
 
   /**
-   * With devices.auth on, throws (DEVICE_TOKEN_INVALID, DEVICE_MISMATCH) unless the token is
-   * valid and, when a device id is given, that device's. A plain call: the heartbeat path's cost.
+   * With devices.auth on, throws (DEVICE_TOKEN_INVALID, DEVICE_MISMATCH) unless the token (or the
+   * client certificate's device, `certifiedId`) is valid and, when a device id is given, that
+   * device's. A plain call: the heartbeat path's cost.
    */
-  check(token: string | undefined, deviceId?: string): void {
+  check(token: string | undefined, deviceId?: string, certifiedId?: string): void {
     if (!this.on) return;
     try {
-      this.checker.check(token, deviceId, Math.floor(Date.now() / 1000));
+      // A verified client certificate (HTTP front-end, tls.client_ca_file) stands in for the token.
+      if (certifiedId !== undefined) this.checker.checkCertified(certifiedId, deviceId);
+      else this.checker.check(token, deviceId, Math.floor(Date.now() / 1000));
     } catch (err) {
       if (err instanceof TokenRefused) this.refusals[err.reason]++;
       throw err;

@@ -50,6 +50,12 @@ export interface DeviceTrust {
   readonly key: Uint8Array;
   /** [id hash, revoked at]: tokens of that device issued at or before that second are refused. */
   readonly revoked: readonly (readonly [string, number])[];
+  /**
+   * Id hashes of devices whose client certificates (tls.client_ca_file) are refused: rejected
+   * ones for as long as they stay rejected, deleted ones while their revocation lasts. A
+   * certificate has no issue time of ours to compare with a revocation, so this is a plain set.
+   */
+  readonly certificatesRefused: readonly string[];
 }
 
 export type TokenRefusal = 'missing' | 'invalid' | 'expired' | 'revoked' | 'mismatch';
@@ -64,8 +70,8 @@ interface Verified {
 
 /** A refused token, with the reason the metrics count it under. */
 export class TokenRefused extends UpdaterError {
-  constructor(readonly reason: TokenRefusal) {
-    super(reason === 'mismatch' ? 'DEVICE_MISMATCH' : 'DEVICE_TOKEN_INVALID', MESSAGES[reason]);
+  constructor(readonly reason: TokenRefusal, message = MESSAGES[reason]) {
+    super(reason === 'mismatch' ? 'DEVICE_MISMATCH' : 'DEVICE_TOKEN_INVALID', message);
   }
 }
 
@@ -81,6 +87,7 @@ const MESSAGES: Record<TokenRefusal, string> = {
 export class TokenChecker {
   private key: Uint8Array = new Uint8Array(0);
   private revoked = new Map<string, number>();
+  private certificatesRefused = new Set<string>();
   private cache = new Map<string, Verified>();
   version = '';
 
@@ -88,7 +95,18 @@ export class TokenChecker {
     if (Buffer.compare(Buffer.from(trust.key), Buffer.from(this.key)) !== 0) this.cache = new Map();
     this.key = trust.key;
     this.revoked = new Map(trust.revoked.map(([hash, at]) => [hash, at]));
+    this.certificatesRefused = new Set(trust.certificatesRefused);
     this.version = trust.version;
+  }
+
+  /**
+   * The check of a request whose TLS client certificate was verified against the device CA:
+   * `certifiedId` is its subject CN. Throws TokenRefused unless the device may come in and,
+   * when `deviceId` is given (heartbeat, report), is the certified one.
+   */
+  checkCertified(certifiedId: string, deviceId: string | undefined): void {
+    if (this.certificatesRefused.has(deviceIdHash(certifiedId))) throw new TokenRefused('revoked', 'the device of this client certificate was rejected or deleted');
+    if (deviceId !== undefined && deviceId !== certifiedId) throw new TokenRefused('mismatch', 'the request names another device than its client certificate');
   }
 
   get ready(): boolean {

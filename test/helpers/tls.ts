@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -14,6 +15,28 @@ export interface TestPki {
   readonly serverKey: string;
   /** A second CA that signed nothing the server uses: trusting only it must fail. */
   readonly otherCaCert: string;
+  readonly caKey: string;
+  readonly otherCaKey: string;
+  readonly dir: string;
+}
+
+export interface ClientCertificate {
+  readonly cert: string;
+  readonly key: string;
+}
+
+/**
+ * A device's client certificate with subject CN `cn`, signed by the test CA (or by the unrelated
+ * one), for TLS client authentication only, as docs/operations.md tells a maker to issue it.
+ */
+export async function makeClientCertificate(pki: TestPki, cn: string, signer: 'ca' | 'other' = 'ca'): Promise<ClientCertificate> {
+  const base = join(pki.dir, `client-${signer}-${cn.replace(/[^A-Za-z0-9-]/g, '_')}`);
+  const [key, csr, cert, ext] = [`${base}.key`, `${base}.csr`, `${base}.pem`, `${base}.ext`];
+  await writeFile(ext, 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n');
+  await run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${cn}`]);
+  const [caCert, caKey] = signer === 'ca' ? [pki.caCert, pki.caKey] : [pki.otherCaCert, pki.otherCaKey];
+  await run('openssl', ['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '2', '-extfile', ext]);
+  return { cert, key };
 }
 
 async function selfSignedCa(dir: string, name: string): Promise<{ cert: string; key: string }> {
@@ -39,5 +62,33 @@ export async function makeTestPki(parent: string): Promise<TestPki> {
     '-keyout', serverKey, '-out', csr, '-subj', '/CN=localhost']);
   await run('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial',
     '-out', serverCert, '-days', '2', '-extfile', ext]);
-  return { caCert: ca.cert, serverCert, serverKey, otherCaCert: other.cert };
+  return { caCert: ca.cert, serverCert, serverKey, otherCaCert: other.cert, caKey: ca.key, otherCaKey: other.key, dir };
+}
+
+export interface TlsAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/**
+ * One HTTPS request trusting the test CA, with a client certificate when given. Rejects when
+ * the connection fails or is cut before an answer (a refused client certificate).
+ */
+export async function httpsRequest(url: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer; client?: ClientCertificate; pki: TestPki }): Promise<TlsAnswer> {
+  const [ca, cert, key] = await Promise.all([
+    readFile(options.pki.caCert),
+    options.client ? readFile(options.client.cert) : undefined,
+    options.client ? readFile(options.client.key) : undefined,
+  ]);
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: options.method ?? 'GET', headers: options.headers, ca, cert, key, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
 }

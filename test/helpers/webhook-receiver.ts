@@ -1,6 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Test } from 'tap';
+import type { Engine } from '../../src/shared/database/schema.js';
+import { createTestDatabase, type TestDatabase } from './databases.js';
+import { makeFixture, type Fixture } from './fixture.js';
 
 // A webhook receiver on 127.0.0.1 that checks what a real one must: the signature over the
 // exact body, with the shared secret, before it believes a byte of it.
@@ -74,4 +80,27 @@ export async function startReceiver(secret: string, port = 0): Promise<Receiver>
       server.close(() => resolve());
     }),
   };
+}
+
+export interface WebhookFixture {
+  fixture: Fixture;
+  database: TestDatabase;
+  receiver: Receiver;
+  /** A file holding `secret`, for the configuration's `secret_file`. */
+  secretFile: string;
+}
+
+/** A temp dir, a fresh database of `engine` and a receiver checking `secret`, all gone at teardown. */
+export async function startWebhookFixture(t: Test, engine: Engine, prefix: string, secret: string): Promise<WebhookFixture> {
+  const fixture = await makeFixture(prefix);
+  const database = await createTestDatabase(engine, fixture.dir);
+  const receiver = await startReceiver(secret);
+  t.teardown(async () => {
+    await receiver.close();
+    await database.drop();
+    await fixture.cleanup();
+  });
+  const secretFile = join(fixture.dir, 'webhook.secret');
+  await writeFile(secretFile, `${secret}\n`);
+  return { fixture, database, receiver, secretFile };
 }

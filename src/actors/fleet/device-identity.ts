@@ -4,10 +4,12 @@ import type { DevicePage, DeviceQuery, DeviceView, FleetApi, ReportView } from '
 import type { Database } from '../../shared/database/schema.js';
 import { deviceIdHash, mintDeviceToken } from '../../shared/device-token.js';
 import { UpdaterError } from '../../shared/errors.js';
+import type { WebhookEvent } from '../../shared/webhooks/events.js';
 import type { ActorContext } from '../runtime.js';
 import { deviceView } from './fleet-queries.js';
 import * as ids from './identities.js';
 import { TrustState } from './trust.js';
+import { devicePendingEvent } from './webhooks/device-events.js';
 
 // The fleet actor's half of device identity: enrollment decisions and token issuing for POST
 // /auth, the operator's accept / reject / preauthorize / delete, and the trust (token key and
@@ -26,6 +28,8 @@ const PENDING_GAUGE_MS = 30_000;
 export const PENDING_RETRY_AFTER_S = 60;
 
 type Every = (ms: number, what: string, fn: () => Promise<void>) => void;
+/** Webhooks.record: events into the outbox, within the given transaction. */
+type RecordEvents = (events: readonly WebhookEvent[], into: Kysely<Database>) => Promise<void>;
 type IdentityApi = Pick<FleetApi, 'authenticate' | 'deviceTrust' | 'setDeviceState' | 'preauthorize' | 'deleteDevice'>;
 type DeviceWithReports = DeviceView & { reports: ReportView[] };
 
@@ -48,6 +52,7 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 export async function startDeviceIdentity(
   ctx: ActorContext, db: () => Kysely<Database>, every: Every, inventoryDevice: (id: string) => Promise<DeviceWithReports | null>,
+  recordEvents: RecordEvents,
 ): Promise<DeviceIdentity> {
   const { auth, enrollment, tokenTtlMs, maxPending } = ctx.config.devices;
   const ttl = Math.ceil(tokenTtlMs / 1000);
@@ -58,7 +63,11 @@ export async function startDeviceIdentity(
   // Identities are read and written with auth off too (an operator may preauthorize before
   // turning it on); the token key and the revocations only matter to checks, which need it on.
   const trust = on ? new TrustState(await ids.tokenKey(db())) : undefined;
-  const reload = async () => trust?.replace(await ids.revocations(db(), nowSeconds() - ttl));
+  const reload = async () => {
+    if (!trust) return;
+    const since = nowSeconds() - ttl;
+    trust.replace(await ids.revocations(db(), since), await ids.certificateRefusals(db(), since));
+  };
   await reload().catch(() => undefined);
   await countPending().catch(() => undefined);
   if (trust) every(REVOCATION_POLL_MS, 'device revocations', reload);
@@ -79,7 +88,8 @@ export async function startDeviceIdentity(
     async authenticate(request) {
       if (!trust) throw new UpdaterError('NOT_FOUND', 'device authentication is off (devices.auth)');
       const now = nowSeconds();
-      const decision = await ids.authenticate(db(), request, enrollment, maxPending, now);
+      const decision = await ids.authenticate(db(), request, enrollment, maxPending, now,
+        (tx, first) => recordEvents([devicePendingEvent(first.deviceId, first.publicKey)], tx));
       if (decision === 'pending') {
         await countPending();
         return { state: 'pending', retryAfter: PENDING_RETRY_AFTER_S };
@@ -96,6 +106,7 @@ export async function startDeviceIdentity(
       const now = nowSeconds();
       if (!(await ids.setState(db(), deviceId, action, now))) throw new UpdaterError('DEVICE_NOT_FOUND', `no device ${JSON.stringify(deviceId)} is known`);
       if (action === 'reject') revokeHere(deviceId, now);
+      else trust?.admit(deviceIdHash(deviceId));
       await countPending();
       const { reports: _reports, ...view } = (await viewOf(deviceId, () => inventoryDevice(deviceId)))!;
       return view;

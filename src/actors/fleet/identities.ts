@@ -18,6 +18,13 @@ export type Enrollment = 'open' | 'manual' | 'preauthorized';
 /** What a successful auth request leads to, before a token is minted. */
 export type AuthDecision = 'accepted' | 'pending';
 
+/**
+ * Runs inside the transaction that makes a new device pending (its first request under manual
+ * enrollment), so what it writes (the `updater.device.pending` event) is committed with the row
+ * or not at all: exactly once per enrollment, never for the pending device's later requests.
+ */
+export type OnNewPending = (tx: Kysely<Database>, request: AuthRequest) => Promise<void>;
+
 const TOKEN_KEY_NAME = 'device_token_mac';
 /** Rows per statement of a bulk preauthorization (SQLite allows 32,766 parameters; 6 a row). */
 const PREAUTHORIZE_CHUNK = 500;
@@ -34,6 +41,19 @@ export async function tokenKey(db: Db): Promise<Uint8Array> {
 export async function revocations(db: Db, since: number): Promise<[string, number][]> {
   const rows = await db.selectFrom('device_revocations').select(['id_hash', 'revoked_at']).where('revoked_at', '>=', since).execute();
   return rows.map((r) => [r.id_hash, Number(r.revoked_at)]);
+}
+
+/**
+ * Id hashes of the devices whose client certificates are refused: every rejected device, and
+ * every deleted one (a revocation whose device has no identity any more) revoked at or after
+ * `since`, as its tokens are.
+ */
+export async function certificateRefusals(db: Db, since: number): Promise<string[]> {
+  const rejected = await db.selectFrom('device_identities').select('device_id').where('auth_state', '=', 'rejected').execute();
+  const deleted = await db.selectFrom('device_revocations').select('id_hash').where('revoked_at', '>=', since)
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('device_identities').select('device_identities.device_id').whereRef('device_identities.device_id', '=', 'device_revocations.device_id'))))
+    .execute();
+  return [...rejected.map((r) => deviceIdHash(r.device_id)), ...deleted.map((r) => r.id_hash)];
 }
 
 /** Old revocations go once every token they could refuse has expired. */
@@ -56,9 +76,11 @@ export async function pendingCount(db: Db): Promise<number> {
  * timestamp must be newer than the last verified one of the device, in a conditional update, so
  * two copies of one request racing each other cannot both pass.
  */
-export async function authenticate(db: Db, request: AuthRequest, enrollment: Enrollment, maxPending: number, now: number): Promise<AuthDecision> {
+export async function authenticate(
+  db: Db, request: AuthRequest, enrollment: Enrollment, maxPending: number, now: number, onNewPending: OnNewPending,
+): Promise<AuthDecision> {
   const row = await db.selectFrom('device_identities').selectAll().where('device_id', '=', request.deviceId).executeTakeFirst();
-  if (!row) return enroll(db, request, enrollment, maxPending, now);
+  if (!row) return enroll(db, request, enrollment, maxPending, now, onNewPending);
   if (row.auth_state === 'rejected') throw new UpdaterError('DEVICE_NOT_ACCEPTED', 'the device was rejected by an operator');
   if (row.public_key !== request.publicKey) throw new UpdaterError('DEVICE_KEY_MISMATCH');
   if (request.timestamp <= Number(row.last_auth_at)) {
@@ -76,15 +98,19 @@ export async function authenticate(db: Db, request: AuthRequest, enrollment: Enr
   return state;
 }
 
-async function enroll(db: Db, request: AuthRequest, enrollment: Enrollment, maxPending: number, now: number): Promise<AuthDecision> {
+async function enroll(db: Db, request: AuthRequest, enrollment: Enrollment, maxPending: number, now: number, onNewPending: OnNewPending): Promise<AuthDecision> {
   if (enrollment === 'preauthorized') throw new UpdaterError('DEVICE_NOT_ACCEPTED', 'enrollment is preauthorized and no operator added this device');
   const state: AuthDecision = enrollment === 'open' ? 'accepted' : 'pending';
   if (state === 'pending' && (await pendingCount(db)) >= maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
-  const inserted = await db.insertInto('device_identities')
-    .values({ device_id: request.deviceId, public_key: request.publicKey, auth_state: state, last_auth_at: request.timestamp, created_at: now, updated_at: now })
-    .onConflict((oc) => oc.column('device_id').doNothing()).returning('device_id').executeTakeFirst();
+  const inserted = await db.transaction().execute(async (tx) => {
+    const row = await tx.insertInto('device_identities')
+      .values({ device_id: request.deviceId, public_key: request.publicKey, auth_state: state, last_auth_at: request.timestamp, created_at: now, updated_at: now })
+      .onConflict((oc) => oc.column('device_id').doNothing()).returning('device_id').executeTakeFirst();
+    if (row && state === 'pending') await onNewPending(tx, request);
+    return row;
+  });
   // Another request of the same id got in first (on this or another replica): decide against its row.
-  if (!inserted) return authenticate(db, request, enrollment, maxPending, now);
+  if (!inserted) return authenticate(db, request, enrollment, maxPending, now, onNewPending);
   return state;
 }
 

@@ -151,7 +151,7 @@ await runActor(async (ctx) => {
   await refreshVersions();
   every(VERSION_GAUGE_MS, 'fleet version gauge', refreshVersions);
   webhooks.start();
-  const identity = await startDeviceIdentity(ctx, db, every, (id) => q.deviceWithReports(db(), id));
+  const identity = await startDeviceIdentity(ctx, db, every, (id) => q.deviceWithReports(db(), id), (events, tx) => webhooks.record(events, tx));
 
   // Operator tokens and the audit log: read when the database is open (or, if it is not yet,
   // whenever the front-end asks for the table).

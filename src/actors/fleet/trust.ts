@@ -13,6 +13,7 @@ export class TrustState {
   private readonly epoch = randomUUID().slice(0, 8);
   private generation = 0;
   private revoked = new Map<string, number>();
+  private certificatesRefused = new Set<string>();
   private waiters = new Set<() => void>();
 
   constructor(private readonly key: Uint8Array) {}
@@ -22,22 +23,36 @@ export class TrustState {
   }
 
   snapshot(): DeviceTrust {
-    return { version: this.version, key: this.key, revoked: [...this.revoked] };
+    return { version: this.version, key: this.key, revoked: [...this.revoked], certificatesRefused: [...this.certificatesRefused] };
   }
 
   /** The revocation of `revokedAt` for this id hash is known now; true when it changed anything. */
   revoke(idHash: string, revokedAt: number): boolean {
-    if ((this.revoked.get(idHash) ?? -1) >= revokedAt) return false;
+    const refusedBefore = this.certificatesRefused.has(idHash);
+    this.certificatesRefused.add(idHash);
+    if ((this.revoked.get(idHash) ?? -1) >= revokedAt) {
+      if (!refusedBefore) this.changed();
+      return !refusedBefore;
+    }
     this.revoked.set(idHash, revokedAt);
     this.changed();
     return true;
   }
 
-  /** Replaces the set with what the database holds (new revocations from other replicas, expired ones gone). */
-  replace(rows: readonly (readonly [string, number])[]): void {
+  /** An accepted device's certificate is let in again at once (its tokens from before stay refused). */
+  admit(idHash: string): void {
+    if (this.certificatesRefused.delete(idHash)) this.changed();
+  }
+
+  /** Replaces the sets with what the database holds (changes from other replicas, expired ones gone). */
+  replace(rows: readonly (readonly [string, number])[], certificatesRefused: readonly string[]): void {
     const next = new Map(rows);
-    if (next.size === this.revoked.size && [...next].every(([hash, at]) => this.revoked.get(hash) === at)) return;
+    const refused = new Set(certificatesRefused);
+    const sameRevoked = next.size === this.revoked.size && [...next].every(([hash, at]) => this.revoked.get(hash) === at);
+    const sameRefused = refused.size === this.certificatesRefused.size && [...refused].every((hash) => this.certificatesRefused.has(hash));
+    if (sameRevoked && sameRefused) return;
     this.revoked = next;
+    this.certificatesRefused = refused;
     this.changed();
   }
 

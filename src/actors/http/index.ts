@@ -6,6 +6,7 @@ import { deviceGateFor } from '../device-gate.js';
 import { runActor, type OwnApi } from '../runtime.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { listenExclusive, planListeners } from './listeners.js';
+import { CertifiedForwarding, startCertificateFront, type CertificateFront } from './client-certificates.js';
 import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
 import { createHttpMetrics } from './metrics.js';
 import { exchange, sendError } from './respond.js';
@@ -22,7 +23,9 @@ await runActor(async (ctx) => {
   const metrics = createHttpMetrics(ctx.registry);
   const fleet = fleetFeedFor(ctx);
   const gate = await deviceGateFor(ctx);
-  registerDeviceRoutes(listeners.filter((l) => l.servesDevices).map((l) => l.app), { ctx, metrics, downloads, fleet, gate, transfers: TransferLocator.of(ctx), isDraining: () => draining });
+  const forwarding = listeners.some((l) => l.certified) ? new CertifiedForwarding() : undefined;
+  const deviceApps = listeners.filter((l) => l.servesDevices).map((l) => ({ app: l.app, certifiedId: l.certified ? forwarding?.certifiedId.bind(forwarding) : undefined }));
+  registerDeviceRoutes(deviceApps, { ctx, metrics, downloads, fleet, gate, transfers: TransferLocator.of(ctx), isDraining: () => draining });
   const admin = registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
   // The console goes where the admin API is: listen.admin when set, else the device listeners.
   registerConsoleRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { assets: await loadConsoleAssets(), metrics, log: ctx.log });
@@ -30,7 +33,9 @@ await runActor(async (ctx) => {
 
   // uWS keeps native socket handles on this thread's event loop; a worker that ends with them
   // open aborts the whole process (CheckedUvLoopClose). So every way out closes them first.
+  let front: CertificateFront | undefined;
   const closeAll = () => {
+    front?.close();
     for (const { app } of listeners) (app as unknown as { close(): void }).close();
   };
   const sockets: uWS.us_listen_socket[] = [];
@@ -38,7 +43,12 @@ await runActor(async (ctx) => {
     for (const listener of listeners) {
       const socket = await listenExclusive(listener);
       sockets.push(socket);
-      ctx.log.info({ listener: listener.name, host: listener.host, port: uWS.us_socket_local_port(socket) }, `${listener.name} listening`);
+      const port = uWS.us_socket_local_port(socket);
+      ctx.log.info({ listener: listener.name, host: listener.host, port, ...(listener.certified ? { behind: 'client certificates' } : {}) }, `${listener.name} listening`);
+      if (listener.certified) {
+        front = await startCertificateFront(ctx.config, forwarding!, port, ctx.log);
+        ctx.log.info({ listener: 'https', host: ctx.config.listen.https!.host, port: front.port, client_certificates: true }, 'https listening with device certificates');
+      }
     }
   } catch (err) {
     closeAll();
@@ -55,6 +65,7 @@ await runActor(async (ctx) => {
       draining = true;
       gate.stop();
       for (const socket of sockets) uWS.us_listen_socket_close(socket);
+      front?.stopListening();
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
       await Promise.race([Promise.allSettled([...downloads]), timeout]);
       closeAll();

@@ -10,6 +10,9 @@ import { guardFraming } from './framing.js';
 //   listen.https ─▶ SSLApp  ─▶ device routes (+ admin routes unless listen.admin)
 //   listen.admin ─▶ App     ─▶ admin routes only
 //
+// With tls.client_ca_file, listen.https is Node's TLS server instead (client-certificates.ts),
+// forwarding to an App on 127.0.0.1 (an ephemeral port) that serves what the SSLApp would.
+//
 // Every route of every listener passes through the framing guard (framing.ts) first.
 
 export type ListenerName = 'http' | 'https' | 'admin';
@@ -21,6 +24,8 @@ export interface Listener {
   readonly port: number;
   readonly servesDevices: boolean;
   readonly servesAdmin: boolean;
+  /** The loopback listener behind the client-certificate front: the only one whose requests may carry a certified device. */
+  readonly certified: boolean;
 }
 
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT, so a taken port fails the start. */
@@ -29,15 +34,19 @@ const EXCLUSIVE_PORT = 1;
 export function planListeners(config: Config): Listener[] {
   const separateAdmin = config.listen.admin !== undefined;
   const listeners: Listener[] = [
-    { name: 'http', app: guardFraming(uWS.App()), ...config.listen.http, servesDevices: true, servesAdmin: !separateAdmin },
+    { name: 'http', app: guardFraming(uWS.App()), ...config.listen.http, servesDevices: true, servesAdmin: !separateAdmin, certified: false },
   ];
   if (config.listen.https) {
     const tls = config.tls!; // the configuration refuses listen.https without tls
-    const app = guardFraming(uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }));
-    listeners.push({ name: 'https', app, ...config.listen.https, servesDevices: true, servesAdmin: !separateAdmin });
+    if (tls.clientCaFile === undefined) {
+      const app = guardFraming(uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile }));
+      listeners.push({ name: 'https', app, ...config.listen.https, servesDevices: true, servesAdmin: !separateAdmin, certified: false });
+    } else {
+      listeners.push({ name: 'https', app: guardFraming(uWS.App()), host: '127.0.0.1', port: 0, servesDevices: true, servesAdmin: !separateAdmin, certified: true });
+    }
   }
   if (config.listen.admin) {
-    listeners.push({ name: 'admin', app: guardFraming(uWS.App()), ...config.listen.admin, servesDevices: false, servesAdmin: true });
+    listeners.push({ name: 'admin', app: guardFraming(uWS.App()), ...config.listen.admin, servesDevices: false, servesAdmin: true, certified: false });
   }
   return listeners;
 }

@@ -20,7 +20,14 @@ import { registerDeviceAuthRoute } from './device-auth-route.js';
 import { keysRoute } from './keys-route.js';
 
 
-type Handler = (ex: Exchange, req: HttpRequest) => Promise<void>;
+/** `certifiedId`: the device of a verified client certificate (only on the certificate front's listener), else undefined. */
+type Handler = (ex: Exchange, req: HttpRequest, certifiedId: string | undefined) => Promise<void>;
+
+/** A device listener's app, and on the certificate front's loopback listener the reader of its certified device. */
+export interface DeviceApp {
+  readonly app: TemplatedApp;
+  readonly certifiedId?: ((req: HttpRequest) => string | undefined) | undefined;
+}
 
 export interface RouteDeps {
   ctx: ActorContext;
@@ -38,12 +45,16 @@ export interface RouteDeps {
 export type DeviceRoute = (method: 'get' | 'post', path: string, name: string, handler: Handler) => void;
 
 /** The device routes on every device listener (HTTP, HTTPS): one batcher and one set of counters for all. */
-export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteDeps): void {
+export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: RouteDeps): void {
   const { ctx, metrics } = deps;
+  const apps = deviceApps.map((d) => d.app);
   /** GET routes answer HEAD too (RFC 9110 §9.3.2): the same headers, no body. */
   const route: DeviceRoute = (method, path, name, handler) => {
-    const serve = (head: boolean) => (res: HttpResponse, req: HttpRequest) => {
+    const serve = (head: boolean, certifiedIdOf: DeviceApp['certifiedId']) => (res: HttpResponse, req: HttpRequest) => {
       const ex = exchange(res);
+      // Read before the first await (uWS reuses the request object); listeners without a
+      // certificate front never look at the header.
+      const certifiedId = certifiedIdOf?.(req);
       ex.head = head;
       const stop = metrics.startRequest(name);
       if (deps.isDraining()) {
@@ -51,7 +62,7 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
         stop(503);
         return;
       }
-      handler(ex, req).then(
+      handler(ex, req, certifiedId).then(
         () => stop(ex.status ?? 499),
         (err) => {
           if (errorIsInternal(err)) ctx.log.error({ err, route: name }, 'request failed');
@@ -60,9 +71,9 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
         },
       );
     };
-    for (const app of apps) {
-      app[method](path, serve(false));
-      if (method === 'get') app.head(path, serve(true));
+    for (const { app, certifiedId } of deviceApps) {
+      app[method](path, serve(false, certifiedId));
+      if (method === 'get') app.head(path, serve(true, certifiedId));
     }
     allowed.set(path, method === 'get' ? ['GET', 'HEAD'] : ['POST']);
   };
@@ -76,40 +87,40 @@ export function registerDeviceRoutes(apps: readonly TemplatedApp[], deps: RouteD
   /** The Bearer token of a device request, read before the first await; undefined with auth off. */
   const tokenOf = (req: HttpRequest) => (gate.on ? bearerToken(req.getHeader('authorization')) : undefined);
 
-  route('post', '/heartbeat', 'heartbeat', async (ex, req) => {
+  route('post', '/heartbeat', 'heartbeat', async (ex, req, certified) => {
     const receivedAtMs = Date.now();
     const token = tokenOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    gate.check(token);
+    gate.check(token, undefined, certified);
     // Parsed and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(parseJson(body));
-    gate.check(token, heartbeat.deviceId);
+    gate.check(token, heartbeat.deviceId, certified);
     send(ex, 200, await heartbeats.heartbeat(heartbeat));
     // Only an answered heartbeat enters the inventory, and only once the device has its answer.
     deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
   });
 
-  route('post', '/report', 'report', async (ex, req) => {
+  route('post', '/report', 'report', async (ex, req, certified) => {
     const token = tokenOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    gate.check(token);
+    gate.check(token, undefined, certified);
     const report = validateReport(parseJson(body));
-    gate.check(token, report.deviceId);
+    gate.check(token, report.deviceId, certified);
     metrics.report(report.success);
     logReport(report);
     send(ex, 204, '');
     deps.fleet.report(reportRecord(report, Date.now()));
   });
 
-  route('get', '/delta/:from/:to', 'delta', async (ex, req) => {
-    gate.check(tokenOf(req));
+  route('get', '/delta/:from/:to', 'delta', async (ex, req, certified) => {
+    gate.check(tokenOf(req), undefined, certified);
     const from = assertSha256Hex(req.getParameter(0), 'from');
     const to = assertSha256Hex(req.getParameter(1), 'to');
     await serveTransfer(ex, req, 'delta', to, from, deps);
   });
 
-  route('get', '/binary/:hash', 'binary', async (ex, req) => {
-    gate.check(tokenOf(req));
+  route('get', '/binary/:hash', 'binary', async (ex, req, certified) => {
+    gate.check(tokenOf(req), undefined, certified);
     const hash = assertSha256Hex(req.getParameter(0), 'hash');
     await serveTransfer(ex, req, 'full', hash, undefined, deps);
   });

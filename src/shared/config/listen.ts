@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import { ConfigError, readTextFile } from './document.js';
 import type { ConfigDocument } from './schema.js';
@@ -9,9 +10,27 @@ import type { ConfigDocument } from './schema.js';
 
 type HostPort = { readonly host: string; readonly port: number };
 
-export function checkListeners(doc: Pick<ConfigDocument, 'listen' | 'tls'>): void {
+export function checkListeners(doc: Pick<ConfigDocument, 'listen' | 'tls' | 'devices'>): void {
   refuseSharedTcpPorts(doc.listen);
   checkTls(doc.tls, doc.listen.https !== undefined);
+  if (doc.tls?.clientCaFile !== undefined) checkClientCa(doc.tls.clientCaFile, doc.devices.auth === 'on');
+}
+
+/** The device CA: readable, every PEM block a CA certificate, and only where a certificate replaces a token. */
+function checkClientCa(file: string, authOn: boolean): void {
+  if (!authOn) throw new ConfigError('tls.client_ca_file', 'needs devices.auth: on (a client certificate stands in for a device token, and with auth off no token is asked for)');
+  const pem = readTextFile(file, 'tls.client_ca_file');
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) throw new ConfigError('tls.client_ca_file', 'holds no PEM certificate');
+  for (const [i, block] of blocks.entries()) {
+    let cert: X509Certificate;
+    try {
+      cert = new X509Certificate(block);
+    } catch (err) {
+      throw new ConfigError('tls.client_ca_file', `certificate ${i + 1} cannot be read: ${(err as Error).message}`);
+    }
+    if (!cert.ca) throw new ConfigError('tls.client_ca_file', `certificate ${i + 1} (${cert.subject.replace(/\n/g, ', ')}) is not a CA certificate (basicConstraints CA:TRUE)`);
+  }
 }
 
 /** HTTP, HTTPS and admin are TCP listeners of one process: two on one port cannot both bind. */

@@ -75,6 +75,9 @@ export function configSchema(base: string) {
       keyFile: path(base, requiredText('key_file', {
         shown: 'required with `listen.https`', meaning: 'PEM private key of that certificate, unencrypted (PKCS#8 or the traditional form)',
       })),
+      clientCaFile: path(base, optionalText('client_ca_file', {
+        meaning: 'PEM certificate(s) of the CA that signs device certificates: on `listen.https` a client certificate it signed stands in for the device token, its subject CN being the device id (mutual TLS); needs `devices.auth: on` ([operations.md](operations.md#device-certificates-mutual-tls))',
+      })),
     })),
     signing: section('signing', {
       privateKeyFile: path(base, requiredText('private_key_file', {

@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { adminCall, eventually, trackOf } from '../../helpers/admin.js';
 import { startCluster } from '../../helpers/cluster.js';
-import { createTestDatabase, ENGINES } from '../../helpers/databases.js';
+import { ENGINES } from '../../helpers/databases.js';
 import { firmware, freePort, makeFixture, type Fixture } from '../../helpers/fixture.js';
 import { metricValue, postJson } from '../../helpers/http.js';
 import { configDocument, spawnServer, writeConfig, type ServerProcess } from '../../helpers/server.js';
-import { startReceiver, type Receiver } from '../../helpers/webhook-receiver.js';
+import { startReceiver, startWebhookFixture, type Receiver } from '../../helpers/webhook-receiver.js';
 import { WEBHOOK_EVENT_TYPES } from '../../../src/shared/webhooks/events.js';
 
 // Webhooks end to end: the real server process, a real receiver on 127.0.0.1 that checks each
@@ -32,19 +32,12 @@ interface Setup {
 }
 
 async function setUp(t: Test, engine: 'sqlite' | 'postgres'): Promise<Setup> {
-  const fixture = await makeFixture('updater-webhooks-');
-  const database = await createTestDatabase(engine, fixture.dir);
-  const receiver = await startReceiver(SECRET);
-  t.teardown(async () => {
-    await receiver.close();
-    await database.drop();
-    await fixture.cleanup();
-  });
+  const { fixture, database, receiver, secretFile: secret } = await startWebhookFixture(t, engine, 'updater-webhooks-', SECRET);
   const v1 = await fixture.writeBinary('v1.bin', firmware(32 * 1024, 'wh-v1'));
   const port = await freePort();
   const configPath = await writeConfig(fixture, configDocument(fixture, port, [{ name: 'base', version: '1', binary: v1.path }], {
     log_level: 'info', database: database.location, fleet: { flush_interval: '100ms' },
-    webhooks: [{ url: receiver.url, secret_file: await secretFile(fixture), events: [...WEBHOOK_EVENT_TYPES] }],
+    webhooks: [{ url: receiver.url, secret_file: secret, events: [...WEBHOOK_EVENT_TYPES] }],
   }));
   const url = `http://127.0.0.1:${port}`;
   const setup: Setup = { fixture, receiver, configPath, url, server: await spawnServer(configPath, url), v1 };

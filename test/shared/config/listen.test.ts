@@ -39,6 +39,15 @@ t.test('listen.https, listen.admin and tls: what is refused before anything list
   t.throws(() => load({ listen: { https: '0.0.0.0:8080' }, tls }), /^listen\.https uses port 8080, as listen\.http does/);
   t.throws(() => load({ listen: { admin: 'loopback' } }), /^listen\.admin must be host:port/);
   t.doesNotThrow(() => load({ listen: { http: '127.0.0.1:0', admin: '127.0.0.1:0' } }), 'port 0 (any free port) may repeat');
+
+  const https = { listen: { https: '127.0.0.1:8443' } };
+  const withCa = load({ ...https, tls: { ...tls, client_ca_file: pki.caCert }, devices: { auth: 'on' } });
+  t.equal(withCa.tls?.clientCaFile, pki.caCert, 'tls.client_ca_file: the device CA');
+  t.throws(() => load({ ...https, tls: { ...tls, client_ca_file: pki.caCert } }), /^tls\.client_ca_file needs devices\.auth: on/);
+  t.throws(() => load({ ...https, tls: { ...tls, client_ca_file: join(fixture.dir, 'missing.pem') }, devices: { auth: 'on' } }), /^tls\.client_ca_file cannot read/);
+  t.throws(() => load({ ...https, tls: { ...tls, client_ca_file: pki.serverKey }, devices: { auth: 'on' } }), /^tls\.client_ca_file holds no PEM certificate/);
+  t.throws(() => load({ ...https, tls: { ...tls, client_ca_file: pki.serverCert }, devices: { auth: 'on' } }), /^tls\.client_ca_file certificate 1 \(CN=localhost\) is not a CA certificate/,
+    'a leaf certificate given as the CA');
 });
 
 t.test('the agent\'s ca_file', needs('openssl'), async (t) => {

@@ -5,7 +5,8 @@ import type { WebhookEvent } from '../../../shared/webhooks/events.js';
 // and keeps the enrollment state:
 //   updater.device.update_failed — a report with success false (the flush records it);
 //   updater.device.pending       — a device asked to enroll and waits for an operator: the
-//                                  enrollment code calls `webhooks.record([devicePendingEvent(id)])`.
+//                                  enrollment records it in the transaction that makes the device
+//                                  pending (identities.ts, OnNewPending), so once per enrollment.
 
 export function updateFailedEvents(reports: readonly ReportRecord[]): WebhookEvent[] {
   return reports.filter((r) => !r.success).map((r) => ({
@@ -15,6 +16,7 @@ export function updateFailedEvents(reports: readonly ReportRecord[]): WebhookEve
   }));
 }
 
-export function devicePendingEvent(deviceId: string, atMs: number = Date.now()): WebhookEvent {
-  return { type: 'updater.device.pending', data: { device_id: deviceId }, atMs };
+/** The key comes along so that the receiver (or the person it alerts) can check it against what the factory recorded. */
+export function devicePendingEvent(deviceId: string, publicKey: string, atMs: number = Date.now()): WebhookEvent {
+  return { type: 'updater.device.pending', data: { device_id: deviceId, public_key: publicKey }, atMs };
 }

@@ -42,9 +42,11 @@ export class Webhooks {
 
   /**
    * Puts events in the outbox for every webhook that subscribed to their type; durable when
-   * it resolves. Rejects (and records nothing) when the database cannot be written.
+   * it resolves. Rejects (and records nothing) when the database cannot be written. `into` is a
+   * caller's transaction the rows join (durable at its commit; the sender's next round after
+   * that, at the latest its next poll, sends them).
    */
-  async record(events: readonly WebhookEvent[]): Promise<void> {
+  async record(events: readonly WebhookEvent[], into?: Kysely<Database>): Promise<void> {
     const rows: q.NewOutboxRow[] = [];
     for (const event of events) {
       const targets = this.config.webhooks.filter((w) => w.events.includes(event.type));
@@ -54,7 +56,7 @@ export class Webhooks {
       for (const webhook of targets) rows.push({ webhook: webhook.url, event_id: id, type: event.type, body, created_at: event.atMs });
     }
     if (rows.length === 0) return;
-    const db = this.db();
+    const db = into ?? this.db();
     if (!db) throw new Error('the fleet database is not open');
     await q.enqueue(db, rows);
     this.sender.kick();
