@@ -63,7 +63,7 @@ function spread(index: number, salt: number): number {
   return (Math.imul(index + 1, 2654435761 + salt * 40503) >>> 0) / 2 ** 32;
 }
 
-export function heartbeatFields(device: Device): Record<string, unknown> {
+export function heartbeatFields(device: Pick<Device, 'id' | 'versionHash' | 'artifact'>): Record<string, unknown> {
   return {
     device_id: device.id,
     version_hash: device.versionHash,
