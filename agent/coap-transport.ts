@@ -96,23 +96,23 @@ export class CoapTransport implements Transport {
    * it. The value is kept and sent on every later request while the server accepts it.
    */
   private async request(method: 'GET' | 'POST', path: string, options: NamedOption[], payload: Buffer | undefined,
-    timeoutMs: number, signal?: AbortSignal): Promise<ParsedPacket> {
+    timeoutMs: number, signal?: AbortSignal, deviceToken = this.token): Promise<ParsedPacket> {
     const withEcho = () => (this.echo ? [...options, { name: String(ECHO_OPTION) as NamedOption['name'], value: this.echo }] : options);
-    const response = await this.requestOnce(method, path, withEcho(), payload, timeoutMs, signal);
+    const response = await this.requestOnce(method, path, withEcho(), payload, timeoutMs, signal, deviceToken);
     const echo = echoValue(response.options);
     if (!echo || (this.echo && echo.equals(this.echo))) return response;
     this.echo = echo;
-    return this.requestOnce(method, path, withEcho(), payload, timeoutMs, signal);
+    return this.requestOnce(method, path, withEcho(), payload, timeoutMs, signal, deviceToken);
   }
 
   /** One confirmable request and its response, retransmitted with the RFC's exponential timing. */
   private async requestOnce(method: 'GET' | 'POST', path: string, options: NamedOption[], payload: Buffer | undefined,
-    timeoutMs: number, signal?: AbortSignal): Promise<ParsedPacket> {
+    timeoutMs: number, signal: AbortSignal | undefined, deviceToken: string | undefined): Promise<ParsedPacket> {
     const token = randomBytes(4);
     const key = token.toString('hex');
     const messageId = this.nextMessageId = (this.nextMessageId + 1) & 0xffff;
     const pathOptions: NamedOption[] = path.split('/').filter(Boolean).map((segment) => ({ name: 'Uri-Path', value: Buffer.from(segment) }));
-    const auth: NamedOption[] = this.token ? [{ name: 'Uri-Query', value: Buffer.from(`auth=${this.token}`) }] : [];
+    const auth: NamedOption[] = deviceToken ? [{ name: 'Uri-Query', value: Buffer.from(`auth=${deviceToken}`) }] : [];
     const packet = { code: method, messageId, token, confirmable: true, options: [...pathOptions, ...auth, ...options], ...(payload ? { payload } : {}) };
     return new Promise<ParsedPacket>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
@@ -196,13 +196,17 @@ export class CoapTransport implements Transport {
     if (!response.code.startsWith('2.')) this.refuse(response, 'report');
   }
 
-  async download(endpoint: string, offset: number, _expectedSize: number, sink: DownloadSink, signal: AbortSignal): Promise<void> {
+  /**
+   * `deviceToken` is for a caller that downloads for many devices over one socket (the load
+   * harness); the agent's own device leaves it to `token`.
+   */
+  async download(endpoint: string, offset: number, _expectedSize: number, sink: DownloadSink, signal: AbortSignal, deviceToken = this.token): Promise<void> {
     let size = MAX_BLOCK_BYTES;
     let num = Math.floor(offset / size);
     let begun = false;
     for (;;) {
       const block2 = { name: 'Block2' as const, value: encodeBlockOption(num, false, size) };
-      const response = await this.request('GET', endpoint, [block2], undefined, ACK_TIMEOUT_MS * 2 ** (MAX_RETRANSMIT + 1), signal);
+      const response = await this.request('GET', endpoint, [block2], undefined, ACK_TIMEOUT_MS * 2 ** (MAX_RETRANSMIT + 1), signal, deviceToken);
       if (response.code !== '2.05') this.refuse(response, `GET ${endpoint}`);
       const block = readBlock2(response) ?? { num: 0, more: false, size: Math.max(response.payload.length, 1) };
       const blockStart = block.num * block.size;

@@ -13,6 +13,7 @@ import { SQLITE_PAGE_CACHE_KIB } from '../src/shared/database/connect.js';
 import { bucketPercentiles, liveReading, procMemory, rolloutStates, scrape, type BucketSummary, type LiveReading, type Scrape } from './soak/scrape.js';
 import { databaseBytes, readInventory, SEEDED_DEVICES, seedInventory } from './soak/inventory.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
+import { deviceAuthRecord, judgeDeviceAuth, type SoakDeviceAuth } from './soak/device-auth.js';
 import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdict } from './soak/verdict.js';
 
 // The soak of issues 6 and 15: the server in its own process on the server cores, the load in
@@ -41,6 +42,8 @@ const MAIN_THREAD_NODE_OPTIONS = '--max-semi-space-size=4';
  * the fleet's failing share, so a rollout pauses only if the counts are wrong.
  */
 const SOAK_ROLLOUT = { steps: [10, 50, 100], step_interval: '30s', max_failure_rate: 0.25, min_reports: 20 } as const;
+/** POST /auth a second while the fleet enrolls (SOAK_DEVICE_AUTH=on), all load processes together: 10,000 devices in about 20 s. */
+const SOAK_AUTH_RATE = 500;
 
 export interface SoakOptions {
   readonly quick: boolean;
@@ -65,12 +68,16 @@ export interface SoakOptions {
   /** Write V8 CPU profiles of the server and the load processes here (SOAK_CPU_PROF_DIR). */
   readonly cpuProfileDir?: string;
   readonly shape: SoakShape;
+  /** The server runs with devices.auth on (enrollment preauthorized), the load with device auth (SOAK_DEVICE_AUTH=on). */
+  readonly deviceAuth: boolean;
   readonly limits: { rssFloorMbPerMin: number; actorHeapMbPerMin: number };
   readonly log: (line: string) => void;
 }
 
 export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env): SoakOptions {
   const num = (name: string, fallback: number) => (env[name] === undefined ? fallback : Number(env[name]));
+  const deviceAuth = env.SOAK_DEVICE_AUTH ?? 'off';
+  if (deviceAuth !== 'on' && deviceAuth !== 'off') throw new RangeError(`SOAK_DEVICE_AUTH must be on or off (got ${deviceAuth})`);
   return {
     quick,
     windowSeconds: num('SOAK_WINDOW_SECONDS', quick ? 60 : 600),
@@ -88,6 +95,7 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
     mallocArenaMax: num('SOAK_MALLOC_ARENA_MAX', 2),
     serverWrapper: (env.SOAK_SERVER_WRAPPER ?? '').split(' ').filter(Boolean),
     ...(env.SOAK_CPU_PROF_DIR ? { cpuProfileDir: env.SOAK_CPU_PROF_DIR } : {}),
+    deviceAuth: deviceAuth === 'on',
     shape: quick
       // The quick window's limits are loose enough for the page cache filling during it.
       ? { tracks: 20, versions: 4, binaryBytes: 256 * 1024, targetCacheMb: 2, hotCacheMb: 2, manifestCacheSize: 60, coapDedupBytes: 64 * 1024, deltaConcurrency: 2, fleetBufferMb: 4, seededDevices: num('SOAK_SEEDED_DEVICES', 0) }
@@ -128,6 +136,8 @@ export interface SoakResult {
   readonly loadAverage: { readonly start: number[]; readonly end: number[] };
   /** Tracks whose staged rollout is in each state at the end (versions published during the run). */
   readonly rollouts?: Record<string, number>;
+  /** With SOAK_DEVICE_AUTH=on: the enrollment, re-authentications and refusals. */
+  readonly deviceAuth?: SoakDeviceAuth;
 }
 
 export async function runSoak(o: SoakOptions): Promise<SoakResult> {
@@ -150,7 +160,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   // memory that no heap accounts for (docs/memory.md, "Native memory").
   const arenas = o.mallocArenaMax > 0 ? { MALLOC_ARENA_MAX: String(o.mallocArenaMax) } : {};
   // The unit's cap on the main thread's young generation, too (docs/memory.md).
-  const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, NODE_OPTIONS: MAIN_THREAD_NODE_OPTIONS, ...process.env, ...o.serverEnv });
+  const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, NODE_OPTIONS: MAIN_THREAD_NODE_OPTIONS, ...process.env, ...o.serverEnv }, o.deviceAuth);
   let publisher: NodeJS.Timeout | undefined;
   let sampler: NodeJS.Timeout | undefined;
   let liveEndTimer: NodeJS.Timeout | undefined;
@@ -162,7 +172,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + BSDIFF_NODE_FACTOR * s.binaryBytes) + 2.125 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
       // The store-keeper's dead buffers before its collector runs (docs/memory.md, "Dead buffers").
       + DEAD_BUFFER_BYTES;
-    o.log(`idle RSS ${mbText(idle)} MB; documented bound ${mbText(boundBytes)} MB; ${o.devices} devices at ${o.rate} heartbeats/s in ${o.loadProcesses} load process(es)`);
+    o.log(`idle RSS ${mbText(idle)} MB; documented bound ${mbText(boundBytes)} MB; ${o.devices} devices at ${o.rate} heartbeats/s in ${o.loadProcesses} load process(es)${o.deviceAuth ? `; devices.auth on, ${SOAK_AUTH_RATE} enrollments/s` : ''}`);
     // After the idle figure, which the bound starts from: a seeded database read at start would
     // count part of the page cache twice (soak/inventory.ts). SQLite takes a second writer.
     await seedInventory(server.database, s.seededDevices);
@@ -188,7 +198,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         url: server.url, coapUrl: server.coapUrl, adminToken: server.token, devices: o.devices, rate: o.rate / o.loadProcesses,
         coapShare: 0.3, oldShare: 0.3, reflashShare: 0.005, seed, part, parts: o.loadProcesses,
         fillMaxSeconds: o.fillMaxSeconds, windowSeconds: o.windowSeconds, hostilePerSecond: part === 0 ? o.hostilePerSecond : 0,
-        failShare: o.failShare,
+        failShare: o.failShare, authRatePerSecond: o.deviceAuth ? SOAK_AUTH_RATE / o.loadProcesses : 0,
       };
       const entry = new URL('./soak/load-process.js', import.meta.url).pathname;
       const child = fork(entry, [JSON.stringify(options)], pinned
@@ -266,6 +276,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const reasons = [...plateau.reasons];
     for (const r of readings) if (!r.filled) reasons.push(`budget ${r.budget} was not filled (${r.gauge} peaked at ${r.peak} of ${r.limit})`);
     reasons.push(...load.failures);
+    const deviceAuth = o.deviceAuth ? await deviceAuthRecord(server.url, server.token, [...reports.fill, ...reports.plateau], hostile) : undefined;
+    if (deviceAuth) reasons.push(...judgeDeviceAuth(deviceAuth, o.devices));
     const latencyGoalMet = ['http_heartbeat', 'coap_heartbeat'].every((k) => (load.latency[k]?.p99 ?? Infinity) < LATENCY_GOAL_P99_MS);
     const invalid = [...load.saturation, ...(cores ? [...contentionReasons('server', cores.server), ...contentionReasons('load generator', cores.load)] : [])];
     const verdict = invalid.length > 0 ? 'INVALID' : reasons.length === 0 ? 'PASS' : 'FAIL';
@@ -273,6 +285,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       verdict, reasons: verdict === 'INVALID' ? [...invalid, ...reasons] : reasons, ...(cores ? { cores } : {}), latencyGoalMet, idleBytes: idle, boundBytes,
       fill: { seconds: fillSeconds, readings }, plateau, load, serverLatency, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
       ...(rollouts ? { rollouts } : {}),
+      ...(deviceAuth ? { deviceAuth } : {}),
     };
   } finally {
     clearInterval(publisher);
@@ -329,6 +342,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     rollouts: r.rollouts ?? {},
     harness: r.load.harness,
     hostile_inputs: r.hostile,
+    device_auth: r.deviceAuth ?? 'off',
     ratios: [
       { name: 'soak peak RSS / documented bound', value: r.plateau.peakBytes / r.boundBytes, goal: { max: 1 } },
       { name: 'soak RSS floor (after full collections and a trim) growth over the plateau, MB/min', value: r.plateau.collectedRssBytesPerMinute / MB, goal: { max: o.limits.rssFloorMbPerMin } },

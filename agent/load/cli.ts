@@ -26,6 +26,15 @@ itself after --duration.
   --max-inflight N          requests in flight at most (default 512)
   --no-download             do not fetch the deltas and binaries offered
   --admin-token-file FILE   read track histories from GET /admin/artifacts (needed for --old-share)
+  --device-auth             for a server with devices.auth on: each device gets an Ed25519 key,
+                            authenticates (POST /auth on its own transport) before the run, sends
+                            its token on every request, and on a 401 / 4.01 authenticates again
+                            and repeats the request (counted as reauthenticated, not an error).
+                            Needs --admin-token-file (with auth on, /health hides the tracks)
+  --preauthorize            with --device-auth, for enrollment: preauthorized: add every key with
+                            POST /admin/devices/preauthorize first (the admin token's role: operate)
+  --auth-rate N             with --device-auth, POST /auth per second while the fleet enrolls
+                            (default 500: 10,000 devices in about 20 s when the server keeps up)
   --soak                    fail (exit 1) when RSS passes --rss-bound-mb or keeps growing
   --rss-bound-mb N          RSS bound for --soak (default 1024)
   --rss-slope-mb N          allowed growth of the RSS floor after warm-up, MB per minute (default 2)
@@ -49,6 +58,9 @@ export async function loadCommand(args: string[]): Promise<number> {
       'max-inflight': { type: 'string', default: '512' },
       'no-download': { type: 'boolean', default: false },
       'admin-token-file': { type: 'string' },
+      'device-auth': { type: 'boolean', default: false },
+      preauthorize: { type: 'boolean', default: false },
+      'auth-rate': { type: 'string', default: '500' },
       soak: { type: 'boolean', default: false },
       'rss-bound-mb': { type: 'string', default: '1024' },
       'rss-slope-mb': { type: 'string', default: '2' },
@@ -61,6 +73,8 @@ export async function loadCommand(args: string[]): Promise<number> {
     return n;
   };
   if (Number(values['coap-share']) > 0 && !values['coap-url']) throw new RangeError('--coap-share needs --coap-url');
+  if (values['device-auth'] && !values['admin-token-file']) throw new RangeError('--device-auth needs --admin-token-file (with devices.auth on, /health does not show the tracks)');
+  if (values.preauthorize && !values['device-auth']) throw new RangeError('--preauthorize needs --device-auth');
   const durationMs = parseDuration(values.duration);
   if (durationMs === undefined || durationMs < 1000 || durationMs > 24 * 3600_000) throw new RangeError('--duration must be a duration from 1s to 24h, like 30s or 5m');
   const options: LoadOptions = {
@@ -76,6 +90,7 @@ export async function loadCommand(args: string[]): Promise<number> {
     maxInflight: number('max-inflight', 1, 100_000),
     download: !values['no-download'],
     ...(values['admin-token-file'] ? { adminToken: readFileSync(values['admin-token-file'], 'utf8').trim() } : {}),
+    ...(values['device-auth'] ? { deviceAuth: { ratePerSecond: number('auth-rate', 1, 100_000), preauthorize: values.preauthorize! } } : {}),
     ...(values.soak ? { soak: { boundBytes: number('rss-bound-mb', 1, 1_000_000) * 1024 * 1024, maxSlopeBytesPerMinute: number('rss-slope-mb', 0, 100_000, false) * 1024 * 1024 } } : {}),
     progress: (line) => process.stderr.write(`${line}\n`),
   };
@@ -95,6 +110,7 @@ export function formatReport(r: LoadReport): string {
     `harness         event loop busy ${(r.harness.event_loop_utilization * 100).toFixed(0)} % (CPU ${r.harness.cpu_cores.toFixed(2)} cores), timers late p99 ${r.harness.event_loop_delay_p99_ms} ms, not sent ${r.harness.not_sent}${saturationReasons('this process', r.harness).length > 0 ? '   SATURATED: the figures above measure the harness' : ''}`,
     `outcomes        ${JSON.stringify(r.outcomes)}`,
     `errors          ${JSON.stringify(r.errors)}`,
+    ...(r.auth ? [`device auth     ${r.auth.enrolled} enrolled in ${r.auth.enroll_seconds.toFixed(1)} s   auth requests ${r.auth.auth_requests}   reauthenticated after 401 ${JSON.stringify(r.auth.reauthenticated)}`] : []),
     `bytes           up ${r.bytes.up}   down ${r.bytes.down}`,
     `server RSS MB   first ${r.rss_mb.first}   peak ${r.rss_mb.peak}   last ${r.rss_mb.last}   (${r.rss_mb.samples} samples)`,
   ];

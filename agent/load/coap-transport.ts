@@ -1,20 +1,22 @@
 import { createHash } from 'node:crypto';
 import coap, { type IncomingMessage } from 'coap';
 import type { Manifest } from '../../src/messages/manifester.js';
-import { decodeManifest } from '../../src/shared/wire/cbor.js';
+import { decodeAuthAnswer, decodeManifest, encodeAuthRequest } from '../../src/shared/wire/cbor.js';
 import { ECHO_OPTION, echoValue } from '../../src/shared/wire/echo.js';
 import { isUpdaterError } from '../../src/shared/errors.js';
 import { CoapTransport } from '../coap-transport.js';
-import type { HeartbeatAnswer } from './http-transport.js';
+import type { AuthAnswer, HeartbeatAnswer } from './http-transport.js';
 
 // The harness's CoAP client: node-coap over one UDP socket (its Agent), confirmable requests
 // with node-coap's own retransmission; downloads through the device agent's own client (see
 // download). Status
 // codes are mapped onto their HTTP counterparts so the report reads the same for both. Like
 // a device, it sends back the server's last Echo value (RFC 9175) and asks again once when an
-// answer brings a new one (docs/coap.md, "Amplification").
+// answer brings a new one (docs/coap.md, "Amplification"). With device auth each request
+// carries its device's token as the Uri-Query `auth=` (docs/protocol.md), and POST /auth is
+// CBOR over the same socket.
 
-const STATUS_OF: Record<string, number> = { '2.05': 200, '2.04': 204, '4.00': 400, '4.01': 401, '4.04': 404, '4.13': 413, '5.03': 503, '5.00': 500 };
+const STATUS_OF: Record<string, number> = { '2.05': 200, '2.04': 204, '4.00': 400, '4.01': 401, '4.03': 403, '4.04': 404, '4.13': 413, '4.29': 429, '5.03': 503, '5.00': 500 };
 
 export class CoapLoadClient {
   private readonly agent: InstanceType<typeof coap.Agent>;
@@ -32,10 +34,11 @@ export class CoapLoadClient {
     this.blocks = new CoapTransport(coapUrl);
   }
 
-  private once(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, echo: Buffer | undefined, body?: Buffer): Promise<IncomingMessage> {
+  private once(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, echo: Buffer | undefined, body: Buffer | undefined, token: string | undefined): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
       const req = coap.request({
         hostname: this.host, port: this.port, method, pathname, confirmable: true, agent: this.agent,
+        ...(token === undefined ? {} : { query: `auth=${token}` }),
         options: echo ? { ...options, [String(ECHO_OPTION)]: echo } : options,
       });
       req.on('response', resolve);
@@ -45,21 +48,21 @@ export class CoapLoadClient {
     });
   }
 
-  private async send(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, body?: Buffer): Promise<IncomingMessage> {
+  private async send(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, body?: Buffer, token?: string): Promise<IncomingMessage> {
     // Compare with the Echo this request carried, not with the client's latest: requests run
     // concurrently, and one sent without an Echo may come back with the very value another
     // answer brought meanwhile (the server's value changes once a second), which it must still
     // send back once.
     const sent = this.echo;
-    const res = await this.once(method, pathname, options, sent, body);
+    const res = await this.once(method, pathname, options, sent, body, token);
     const echo = echoValue(res._packet.options);
     if (!echo || (sent && echo.equals(sent))) return res;
     this.echo = echo;
-    return this.once(method, pathname, options, echo, body);
+    return this.once(method, pathname, options, echo, body, token);
   }
 
-  async heartbeat(body: Buffer): Promise<HeartbeatAnswer> {
-    const res = await this.send('POST', '/heartbeat', { 'Content-Format': 'application/cbor' }, body);
+  async heartbeat(body: Buffer, token?: string): Promise<HeartbeatAnswer> {
+    const res = await this.send('POST', '/heartbeat', { 'Content-Format': 'application/cbor' }, body, token);
     const status = STATUS_OF[String(res.code)] ?? 0;
     let manifest: Manifest | undefined;
     if (status === 200) {
@@ -73,9 +76,25 @@ export class CoapLoadClient {
   }
 
   /** Sends an update report (CBOR with integer keys); resolves with the status mapped to HTTP (204 expected). */
-  async report(body: Buffer): Promise<number> {
-    const res = await this.send('POST', '/report', { 'Content-Format': 'application/cbor' }, body);
+  async report(body: Buffer, token?: string): Promise<number> {
+    const res = await this.send('POST', '/report', { 'Content-Format': 'application/cbor' }, body, token);
     return STATUS_OF[String(res.code)] ?? 0;
+  }
+
+  /** POST /auth (CBOR with integer keys); the token, or pending (2.05 with a state, mapped to 202). */
+  async authenticate(fields: Record<string, unknown>): Promise<AuthAnswer> {
+    const res = await this.send('POST', '/auth', { 'Content-Format': 'application/cbor' }, encodeAuthRequest(fields));
+    const status = STATUS_OF[String(res.code)] ?? 0;
+    if (status !== 200) return { status };
+    let answer: Record<string, unknown>;
+    try {
+      answer = decodeAuthAnswer(res.payload);
+    } catch {
+      throw new Error('malformed auth answer');
+    }
+    if (answer.state === 'pending') return { status: 202, pending: true };
+    if (typeof answer.token !== 'string' || answer.token.length === 0) throw new Error('malformed auth answer');
+    return { status, token: answer.token };
   }
 
   /**
@@ -85,7 +104,7 @@ export class CoapLoadClient {
    * twice (a request retransmitted under load, the copy answered from the server's duplicate
    * cache) would land twice and the transfer would hash wrong.
    */
-  async download(path: string, deadlineMs: number): Promise<{ status: number; size: number; hash: string }> {
+  async download(path: string, deadlineMs: number, token?: string): Promise<{ status: number; size: number; hash: string }> {
     const hasher = createHash('sha256');
     let size = 0;
     const sink = {
@@ -96,7 +115,7 @@ export class CoapLoadClient {
       },
     };
     try {
-      await this.blocks.download(path, 0, 0, sink, AbortSignal.timeout(deadlineMs));
+      await this.blocks.download(path, 0, 0, sink, AbortSignal.timeout(deadlineMs), token);
     } catch (err) {
       const code = isUpdaterError(err) ? STATUS_OF[String(err.details?.status)] : undefined;
       if (code !== undefined) return { status: code, size, hash: '' };

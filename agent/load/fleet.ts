@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { LoadIdentity } from './device-identity.js';
 
 // The simulated fleet: which track each device follows and which binary it runs. A chosen
 // share starts on superseded versions (so deltas are generated and downloaded); the rest run
@@ -25,6 +26,8 @@ export interface Device {
   readonly fails: boolean;
   /** Targets that failed here: not tried again in this run, as the agent's cooldown would hold off. */
   readonly failedTargets: Set<string>;
+  /** Its key and token with --device-auth (made at enrollment, kept across runs of one fleet). */
+  identity?: LoadIdentity;
   /** The last heartbeat body sent, reused while the version and the second are the same. */
   encoded?: { second: number; versionHash: string; body: string | Buffer };
 }
@@ -60,7 +63,7 @@ function spread(index: number, salt: number): number {
   return (Math.imul(index + 1, 2654435761 + salt * 40503) >>> 0) / 2 ** 32;
 }
 
-export function heartbeatFields(device: Device): Record<string, unknown> {
+export function heartbeatFields(device: Pick<Device, 'id' | 'versionHash' | 'artifact'>): Record<string, unknown> {
   return {
     device_id: device.id,
     version_hash: device.versionHash,

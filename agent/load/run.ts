@@ -1,7 +1,9 @@
 import { encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 import { CoapLoadClient } from './coap-transport.js';
+import { withTimeout } from './deadline.js';
 import { buildFleet, discoverTracks, heartbeatFields, reflash, reportFields, type Device } from './fleet.js';
 import { HttpLoadClient } from './http-transport.js';
+import { LoadAuth, type DeviceAuthOptions, type DeviceAuthReport } from './load-auth.js';
 import { judgeSoak, mb, readServerRss, type RssSample, type SoakVerdict } from './rss.js';
 import { LoadStats } from './stats.js';
 import type { LatencyRecord, LatencySummary } from './latency.js';
@@ -37,6 +39,8 @@ export interface LoadOptions {
   reflashShare?: number;
   /** Read the server's RSS from /metrics every second (default true). */
   sampleRss?: boolean;
+  /** Devices authenticate (devices.auth: on) and send their tokens; the fleet enrolls before the schedule starts. */
+  deviceAuth?: DeviceAuthOptions;
 }
 
 export interface LoadReport {
@@ -64,6 +68,8 @@ export interface LoadReport {
   latency_records: Record<string, LatencyRecord>;
   /** This process's own load: a saturated harness measured itself. */
   harness: HarnessLoad;
+  /** With deviceAuth: the enrollment and the re-authentications. */
+  auth?: DeviceAuthReport;
 }
 
 const TICK_MS = 20;
@@ -90,28 +96,34 @@ function heartbeatBody(device: Device, transport: 'http' | 'coap'): string | Buf
 const HEARTBEAT_DEADLINE_MS = 10_000;
 const DOWNLOAD_DEADLINE_MS = 60_000;
 
-function withTimeout<T>(promise: Promise<T>, ms: number, kind: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error(kind), { code: kind })), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 /** Drives the fleet for the chosen time, then reports. Bounded: it stops by itself. */
 export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const tracks = await discoverTracks(options.url, options.adminToken);
   const coapShare = options.coapUrl ? options.coapShare : 0;
   const fleet = options.fleet ?? buildFleet(options.devices, tracks, options.oldShare, coapShare, undefined, options.failRate);
   const trackOf = new Map(tracks.map((t) => [t.key, t]));
-  const probe = new SaturationProbe();
-  let notSent = 0;
   const http = new HttpLoadClient(options.url, options.sockets);
   const coap = options.coapUrl ? new CoapLoadClient(options.coapUrl) : undefined;
   const clientOf = (device: Device) => (device.transport === 'coap' ? coap! : http);
+  // Errors of the enrollment, which runs before the run's clock (and its stats) start.
+  const enrollErrors = new LoadStats();
+  let countError = (kind: string) => enrollErrors.error(kind);
+  const auth = options.deviceAuth ? new LoadAuth(http, coap, options.deviceAuth, (kind) => countError(kind)) : undefined;
+  try {
+    await auth?.enroll(fleet, options.url, options.adminToken, options.progress);
+  } catch (err) {
+    http.close();
+    coap?.close();
+    throw err;
+  }
+  /** Sends with the device's token when the devices authenticate (re-authenticating on a 401 / 4.01). */
+  const authorized = <T>(device: Device, send: (token?: string) => Promise<T>, statusOf: (answer: T) => number): Promise<T> =>
+    (auth ? auth.withToken(device, send, statusOf) : send());
   const stats = new LoadStats();
+  for (const [kind, n] of enrollErrors.errors) stats.errors.set(kind, n);
+  countError = (kind) => stats.error(kind);
+  const probe = new SaturationProbe();
+  let notSent = 0;
   const rss: RssSample[] = [];
   let inflight = 0;
   let sent = 0;
@@ -134,9 +146,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     device.busy = true;
     try {
       if (options.reflashShare && Math.random() < options.reflashShare) reflash(device, trackOf.get(device.artifact));
-      const answer = await withTimeout(device.transport === 'coap'
-        ? coap!.heartbeat(heartbeatBody(device, 'coap'))
-        : http.heartbeat(heartbeatBody(device, 'http')), HEARTBEAT_DEADLINE_MS, `${device.transport}_heartbeat_timeout`);
+      const answer = await withTimeout(authorized(device, (token) => (device.transport === 'coap'
+        ? coap!.heartbeat(heartbeatBody(device, 'coap'), token)
+        : http.heartbeat(heartbeatBody(device, 'http'), token)), (a) => a.status), HEARTBEAT_DEADLINE_MS, `${device.transport}_heartbeat_timeout`);
       const ms = performance.now() - started;
       stats.recordLatency(ms);
       stats.recordKind(`${device.transport}_heartbeat`, ms);
@@ -162,7 +174,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const fetchUpdate = async (device: Device, path: string, transferHash: string, targetHash: string) => {
     stats.requests++;
     const started = performance.now();
-    const { status, size, hash } = await withTimeout(clientOf(device).download(path, DOWNLOAD_DEADLINE_MS), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
+    const { status, size, hash } = await withTimeout(authorized(device, (token) => clientOf(device).download(path, DOWNLOAD_DEADLINE_MS, token), (d) => d.status), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
     stats.downloads++;
     stats.recordKind('download', performance.now() - started);
     stats.bytesDown += size;
@@ -184,9 +196,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const sendReport = async (device: Device, previous: string, target: string, success: boolean) => {
     stats.requests++;
     const fields = reportFields(device, previous, target, success);
-    const status = await withTimeout(device.transport === 'coap'
-      ? coap!.report(encodeReport(fields))
-      : http.report(JSON.stringify(fields)), HEARTBEAT_DEADLINE_MS, `${device.transport}_report_timeout`);
+    const status = await withTimeout(authorized(device, (token) => (device.transport === 'coap'
+      ? coap!.report(encodeReport(fields), token)
+      : http.report(JSON.stringify(fields), token)), (n) => n), HEARTBEAT_DEADLINE_MS, `${device.transport}_report_timeout`);
     if (status !== 204) return stats.error(`${device.transport}_report_${status}`);
     stats.reports++;
   };
@@ -261,5 +273,6 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     latency_by_kind: Object.fromEntries([...stats.kinds].map(([kind, h]) => [kind, h.summary()])),
     latency_records: Object.fromEntries([...stats.kinds].map(([kind, h]) => [kind, h.toRecord()])),
     harness,
+    ...(auth ? { auth: auth.report() } : {}),
   };
 }

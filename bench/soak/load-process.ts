@@ -25,6 +25,12 @@ export interface LoadProcessOptions {
   readonly hostilePerSecond: number;
   /** Share of devices whose updates fail their boot check and are reported as failed. */
   readonly failShare: number;
+  /**
+   * The server runs with devices.auth on: this process preauthorizes its share of the fleet,
+   * enrolls it at this many POST /auth a second before the fill, and its hostile traffic adds
+   * heartbeats without a token. 0: no device auth.
+   */
+  readonly authRatePerSecond: number;
 }
 
 export type LoadProcessMessage =
@@ -43,7 +49,8 @@ async function main(): Promise<void> {
   const tracks = await discoverTracks(o.url, o.adminToken);
   // Every process builds the same fleet from the seed and keeps its own share of it.
   const fleet = buildFleet(o.devices, tracks, o.oldShare, o.coapUrl ? o.coapShare : 0, o.seed, o.failShare).filter((_, i) => i % o.parts === o.part);
-  const hostile = o.hostilePerSecond > 0 ? startHostileTraffic({ httpUrl: o.url, ...(o.coapUrl ? { coapUrl: o.coapUrl } : {}), perSecond: o.hostilePerSecond }) : undefined;
+  const deviceAuth = o.authRatePerSecond > 0;
+  const hostile = o.hostilePerSecond > 0 ? startHostileTraffic({ httpUrl: o.url, ...(o.coapUrl ? { coapUrl: o.coapUrl } : {}), perSecond: o.hostilePerSecond, unauthenticated: deviceAuth }) : undefined;
   const base: LoadOptions = {
     url: o.url,
     ...(o.coapUrl ? { coapUrl: o.coapUrl } : {}),
@@ -63,6 +70,8 @@ async function main(): Promise<void> {
     fleet,
     reflashShare: o.reflashShare,
     sampleRss: false,
+    // Enrolled in the fill's run; the plateau's run finds every token on the fleet.
+    ...(deviceAuth ? { deviceAuth: { ratePerSecond: o.authRatePerSecond, preauthorize: true } } : {}),
     progress: (line) => process.stderr.write(`  [load ${o.part}] ${line}\n`),
   };
   const quiet = { ...base, progress: () => undefined };

@@ -48,7 +48,13 @@ export interface SoakServer {
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
 
-export async function startSoakServer(dir: string, shape: SoakShape, command: (cmd: string, args: string[]) => [string, string[]], env: NodeJS.ProcessEnv): Promise<SoakServer> {
+/**
+ * The soak's server with `devices.auth: on` (SOAK_DEVICE_AUTH=on): only preauthorized devices
+ * get a token, so the only devices in the inventory are the ones the load processes added.
+ */
+export const SOAK_DEVICE_AUTH_CONFIG = { auth: 'on', enrollment: 'preauthorized' } as const;
+
+export async function startSoakServer(dir: string, shape: SoakShape, command: (cmd: string, args: string[]) => [string, string[]], env: NodeJS.ProcessEnv, deviceAuth = false): Promise<SoakServer> {
   const token = randomBytes(24).toString('hex');
   const port = await freePort();
   const coapPort = await freePort();
@@ -78,6 +84,7 @@ export async function startSoakServer(dir: string, shape: SoakShape, command: (c
     allow_full_download: true,
     log_level: 'warn',
     retention: { history_depth: shape.versions - 1 },
+    ...(deviceAuth ? { devices: SOAK_DEVICE_AUTH_CONFIG } : {}),
   }));
   const database = join(dir, 'store', 'updater.db');
   const [cmd, args] = command(process.execPath, [join(repoRoot, 'bin', 'updater.js'), 'serve', '--config', join(dir, 'updater.yaml')]);
