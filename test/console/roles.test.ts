@@ -125,6 +125,8 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
     page.once('dialog', (d) => void d.accept());
     await row.getByRole('button', { name: 'Revoke ci-browser' }).click();
     await page.getByText('Token ci-browser revoked.').waitFor();
+    // The message shows as the list reloads: wait for the row to go (it never does, the test fails).
+    await page.getByTestId('token-row').filter({ hasText: 'ci-browser' }).waitFor({ state: 'detached', timeout: 10_000 }).catch(() => undefined);
     t.equal(await page.getByTestId('token-row').filter({ hasText: 'ci-browser' }).count(), 0, 'gone from the list');
     t.equal((await adminCall(url, 'GET', '/admin/whoami', undefined, secret)).status, 401, 'and refused by the server');
 

@@ -9,6 +9,8 @@ import { REPO_ROOT } from '../helpers/server.js';
 // find, or a path the docs invented, fails here.
 
 const ACTORS = join(REPO_ROOT, 'src', 'actors');
+/** A documented path: under src/actors/, but `shared/…` under src/. */
+const fileOf = (p: string) => resolve(p.startsWith('shared/') ? join(REPO_ROOT, 'src') : ACTORS, p);
 const SECTION = '## From an actor\'s entry to each behaviour';
 const ENTRIES = /^(?:[a-z-]+\/index\.ts|diff-pool\/task\.ts)$/;
 
@@ -44,7 +46,7 @@ t.test('every documented path is real imports, at most two from the actor\'s ent
   for (const { behaviour, path } of rows) {
     t.match(path[0], ENTRIES, `${behaviour}: starts at an actor's entry`);
     t.ok(path.length >= 2 && path.length <= 3, `${behaviour}: ${path.length - 1} hop(s), at most two`);
-    const files = path.map((p) => resolve(ACTORS, p));
+    const files = path.map(fileOf);
     for (const [i, file] of files.entries()) {
       t.ok(existsSync(file), `${behaviour}: ${path[i]} exists`);
       if (i > 0 && existsSync(files[i - 1]!)) t.ok(importsOf(files[i - 1]!).has(file), `${behaviour}: ${path[i - 1]} imports ${path[i]}`);
