@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter } from 'prom-client';
 import { verifyAuthRequest, type AuthOutcome } from '../shared/device-auth.js';
-import { TokenChecker, TokenRefused, type TokenRefusal } from '../shared/device-token.js';
+import { TokenChecker, TokenRefused, type TokenClaims, type TokenRefusal } from '../shared/device-token.js';
 import { isUpdaterError } from '../shared/errors.js';
 import type { ActorContext } from './runtime.js';
 
@@ -9,12 +9,15 @@ import type { ActorContext } from './runtime.js';
 // and the first half of POST /auth. The check asks no one: the token key and the revocations
 // come from the fleet actor, which answers each question of this loop when they change.
 //
-//   fleet ─deviceTrust(version)─▶ TokenChecker ◀─ check(token, device id) on each request
+//   fleet ─deviceTrust(version)─▶ TokenChecker ◀─ admit(token), requireDevice(device id) on each request
 //   device ─POST /auth─▶ verify signature + clock here ─▶ fleet (replay, binding, state, token)
 
 /** How long a front-end waits for its first trust at start before it gives up (and is restarted). */
 const FIRST_TRUST_MS = 15_000;
 const RETRY_MS = 1_000;
+
+/** What let a device request in: its token's claims, its client certificate's device, or nothing with auth off. */
+export type DevicePass = TokenClaims | { readonly certifiedId: string } | undefined;
 
 export type AuthRequestOutcome = 'accepted' | 'pending' | 'invalid' | 'failed' | 'not_accepted' | 'key_mismatch' | 'pending_full' | 'error';
 
@@ -50,20 +53,40 @@ export class DeviceGate {
   }
 
   /**
-   * With devices.auth on, throws (DEVICE_TOKEN_INVALID, DEVICE_MISMATCH) unless the token (or the
-   * client certificate's device, `certifiedId`) is valid and, when a device id is given, that
-   * device's. A plain call: the heartbeat path's cost.
+   * With devices.auth on, throws DEVICE_TOKEN_INVALID unless the token (or the client
+   * certificate's device, `certifiedId`) lets the request in; answers the pass that
+   * requireDevice then holds against the device id the body names. Called before the body is
+   * parsed, so a request without a valid token costs no parse. A plain call: the heartbeat
+   * path's cost.
    */
-  check(token: string | undefined, deviceId?: string, certifiedId?: string): void {
-    if (!this.on) return;
+  admit(token: string | undefined, certifiedId?: string): DevicePass {
+    if (!this.on) return undefined;
     try {
       // A verified client certificate (HTTP front-end, tls.client_ca_file) stands in for the token.
-      if (certifiedId !== undefined) this.checker.checkCertified(certifiedId, deviceId);
-      else this.checker.check(token, deviceId, Math.floor(Date.now() / 1000));
+      if (certifiedId !== undefined) {
+        this.checker.verifyCertified(certifiedId);
+        return { certifiedId };
+      }
+      return this.checker.verify(token, Math.floor(Date.now() / 1000));
     } catch (err) {
-      if (err instanceof TokenRefused) this.refusals[err.reason]++;
-      throw err;
+      throw this.refused(err);
     }
+  }
+
+  /** Throws DEVICE_MISMATCH unless the request's pass is `deviceId`'s (heartbeat, report). */
+  requireDevice(pass: DevicePass, deviceId: string): void {
+    if (pass === undefined) return;
+    try {
+      if (!('certifiedId' in pass)) this.checker.requireOwner(pass, deviceId);
+      else if (pass.certifiedId !== deviceId) throw new TokenRefused('mismatch', 'the request names another device than its client certificate');
+    } catch (err) {
+      throw this.refused(err);
+    }
+  }
+
+  private refused(err: unknown): unknown {
+    if (err instanceof TokenRefused) this.refusals[err.reason]++;
+    return err;
   }
 
   /** POST /auth: the body's fields (JSON keys), checked here, decided by the fleet actor. */

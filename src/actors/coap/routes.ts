@@ -68,11 +68,10 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
 
   const heartbeat: Handler = async (req, res) => {
     const receivedAtMs = Date.now();
-    const token = tokenOf(req);
-    gate.check(token);
+    const pass = gate.admit(tokenOf(req));
     // Decoded and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
-    gate.check(token, heartbeat.deviceId);
+    gate.requireDevice(pass, heartbeat.deviceId);
     const answer = await heartbeats.heartbeat(heartbeat);
     const body = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
     if (!mayAnswer(req, res, body.length)) return '4.01';
@@ -82,10 +81,9 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   };
 
   const report: Handler = async (req, res) => {
-    const token = tokenOf(req);
-    gate.check(token);
+    const pass = gate.admit(tokenOf(req));
     const update = validateReport(reportFields(cborBody(req, deps)));
-    gate.check(token, update.deviceId);
+    gate.requireDevice(pass, update.deviceId);
     metrics.report(update.success);
     logReport(update, { transport: 'coap' });
     send(res, '2.04');
@@ -94,7 +92,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   };
 
   const transfer = (kind: TransferKind): Handler => async (req, res, path) => {
-    gate.check(tokenOf(req));
+    gate.admit(tokenOf(req));
     const [from, to] = kind === 'delta'
       ? [assertSha256Hex(path[1], 'from'), assertSha256Hex(path[2], 'to')]
       : [undefined, assertSha256Hex(path[1], 'hash')];

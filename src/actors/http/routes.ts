@@ -91,10 +91,10 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
     const receivedAtMs = Date.now();
     const token = tokenOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    gate.check(token, undefined, certified);
+    const pass = gate.admit(token, certified);
     // Parsed and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(parseJson(body));
-    gate.check(token, heartbeat.deviceId, certified);
+    gate.requireDevice(pass, heartbeat.deviceId);
     send(ex, 200, await heartbeats.heartbeat(heartbeat));
     // Only an answered heartbeat enters the inventory, and only once the device has its answer.
     deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
@@ -103,9 +103,9 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   route('post', '/report', 'report', async (ex, req, certified) => {
     const token = tokenOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    gate.check(token, undefined, certified);
+    const pass = gate.admit(token, certified);
     const report = validateReport(parseJson(body));
-    gate.check(token, report.deviceId, certified);
+    gate.requireDevice(pass, report.deviceId);
     metrics.report(report.success);
     logReport(report);
     send(ex, 204, '');
@@ -113,14 +113,14 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   });
 
   route('get', '/delta/:from/:to', 'delta', async (ex, req, certified) => {
-    gate.check(tokenOf(req), undefined, certified);
+    gate.admit(tokenOf(req), certified);
     const from = assertSha256Hex(req.getParameter(0), 'from');
     const to = assertSha256Hex(req.getParameter(1), 'to');
     await serveTransfer(ex, req, 'delta', to, from, deps);
   });
 
   route('get', '/binary/:hash', 'binary', async (ex, req, certified) => {
-    gate.check(tokenOf(req), undefined, certified);
+    gate.admit(tokenOf(req), certified);
     const hash = assertSha256Hex(req.getParameter(0), 'hash');
     await serveTransfer(ex, req, 'full', hash, undefined, deps);
   });
