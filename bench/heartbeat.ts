@@ -244,7 +244,11 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
   const passStarted = performance.now();
   for (const side of sides) {
     if (!side.server) continue;
-    for (let met = 0; met < DEVICES;) met += (await side.load(FLEET_PASS_RUN_SECONDS)).answered;
+    for (let met = 0; met < DEVICES;) {
+      const { answered } = await side.load(FLEET_PASS_RUN_SECONDS);
+      if (answered === 0) throw new Error(`${side.label}: no heartbeat answered in ${FLEET_PASS_RUN_SECONDS} s of the pass over the fleet`);
+      met += answered;
+    }
   }
   console.log(`  every server met all ${formatNumber(DEVICES, 0)} devices once before the rounds (${((performance.now() - passStarted) / 1000).toFixed(0)} s)`);
   for (let round = 0; round < ROUNDS; round++) {
