@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter } from 'prom-client';
 import { verifyAuthRequest, type AuthOutcome } from '../shared/device-auth.js';
-import { TokenChecker, TokenRefused, type TokenClaims, type TokenRefusal } from '../shared/device-token.js';
+import { TokenChecker, TokenRefused, type TokenPass, type TokenRefusal } from '../shared/device-token.js';
 import { isUpdaterError } from '../shared/errors.js';
 import type { ActorContext } from './runtime.js';
 
@@ -16,8 +16,8 @@ import type { ActorContext } from './runtime.js';
 const FIRST_TRUST_MS = 15_000;
 const RETRY_MS = 1_000;
 
-/** What let a device request in: its token's claims, its client certificate's device, or nothing with auth off. */
-export type DevicePass = TokenClaims | { readonly certifiedId: string } | undefined;
+/** What let a device request in: its token's pass, its client certificate's device, or nothing with auth off. */
+export type DevicePass = TokenPass | { readonly certifiedId: string } | undefined;
 
 export type AuthRequestOutcome = 'accepted' | 'pending' | 'invalid' | 'failed' | 'not_accepted' | 'key_mismatch' | 'pending_full' | 'error';
 
@@ -77,7 +77,7 @@ export class DeviceGate {
   requireDevice(pass: DevicePass, deviceId: string): void {
     if (pass === undefined) return;
     try {
-      if (!('certifiedId' in pass)) this.checker.requireOwner(pass, deviceId);
+      if (typeof pass === 'number') this.checker.requireOwner(pass, deviceId);
       else if (pass.certifiedId !== deviceId) throw new TokenRefused('mismatch', 'the request names another device than its client certificate');
     } catch (err) {
       throw this.refused(err);

@@ -1,5 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { UpdaterError } from './errors.js';
+import { ROW_LIMIT, TOKEN_TAIL, VerifiedTokens } from './verified-tokens.js';
 
 // Device tokens (devices.auth: on). The fleet actor issues them; each front-end checks them on
 // every device request without asking anyone: a token carries what it is good for, under a MAC
@@ -13,10 +14,10 @@ import { UpdaterError } from './errors.js';
 // forged token. mac = HMAC-SHA256(key, "updater-device-token:v1" | first 24 bytes)[0..16].
 //
 // A check asks no one. A token not seen before costs its decoding, the MAC (TokenMac below)
-// and, for a request that names a device, a SHA-256 of that id: about 1.7 µs alone, 8 µs
-// measured inside a loaded server. A token seen before costs one Map lookup per request and a
-// comparison of the device id it was last matched with (1 µs inside the server): the front-end
-// remembers up to CACHE_ENTRIES verified tokens, starting again past that.
+// and, for a request that names a device, a SHA-256 of that id: about 1.7 µs alone. A token
+// seen before costs a lookup in the front-end's memory of verified tokens (VerifiedTokens, off
+// the JavaScript heap) and a comparison of the device id it was last matched with: the
+// front-end remembers up to REMEMBERED_TOKENS, starting again past that.
 
 const PREFIX = 'd1.';
 const BODY_BYTES = 24;
@@ -24,8 +25,9 @@ const MAC_BYTES = 16;
 const TOKEN_BYTES = BODY_BYTES + MAC_BYTES;
 const TOKEN_CHARS = PREFIX.length + Math.ceil((TOKEN_BYTES * 4) / 3);
 const MAC_CONTEXT = Buffer.from('updater-device-token:v1');
-/** Tokens remembered as verified; past this the memory starts again (each is checked afresh once). */
-const CACHE_ENTRIES = 200_000;
+if (TOKEN_CHARS - PREFIX.length !== TOKEN_TAIL) throw new Error('VerifiedTokens keeps tails of another length');
+/** Tokens remembered as verified (0.75 × 2^18, 32 MiB); past this the memory starts again (each is checked afresh once). */
+const REMEMBERED_TOKENS = 196_608;
 
 /** The first 16 bytes of SHA-256 over the device id, hex: how tokens and revocations name a device. */
 export function deviceIdHash(deviceId: string): string {
@@ -96,19 +98,12 @@ export interface DeviceTrust {
 
 export type TokenRefusal = 'missing' | 'invalid' | 'expired' | 'revoked' | 'mismatch';
 
-/** What a valid token says of its holder. */
-export interface TokenClaims {
-  readonly issuedAt: number;
-  readonly expiresAt: number;
-  /** deviceIdHash of the device the token was issued to. */
-  readonly idHash: string;
-}
-
-/** A verified token as the checker remembers it. */
-interface Verified extends TokenClaims {
-  /** The device id last matched against idHash, '' before the first (most tokens only ever meet their own device). */
-  owner: string;
-}
+/**
+ * What verify() answers for a valid token, for requireOwner(): the token's row in the checker's
+ * memory and that memory's generation, so a pass kept across a change of the memory is refused
+ * rather than read from a row that now holds another token.
+ */
+export type TokenPass = number;
 
 /** A refused token, with the reason the metrics count it under. */
 export class TokenRefused extends UpdaterError {
@@ -132,58 +127,76 @@ export class TokenChecker {
   /** The token being decoded (one front-end thread checks one request at a time). */
   private readonly bytes = Buffer.alloc(TOKEN_BYTES);
   private revoked = new Map<string, number>();
+  /** Changes with the revocations: a row's revocation answer holds for the epoch it was made in. */
+  private revocationEpoch = 1;
   private certificatesRefused = new Set<string>();
-  private cache = new Map<string, Verified>();
+  private readonly memory: VerifiedTokens;
   version = '';
+
+  /** `remembered`: verified tokens kept (128 bytes a slot, slots a power of two up to 4/3 of it). */
+  constructor(remembered = REMEMBERED_TOKENS) {
+    this.memory = new VerifiedTokens(PREFIX.length, remembered);
+  }
 
   update(trust: DeviceTrust): void {
     if (Buffer.compare(Buffer.from(trust.key), Buffer.from(this.key)) !== 0) {
       this.mac = new TokenMac(trust.key);
-      this.cache = new Map();
+      this.memory.clear();
     }
     this.key = trust.key;
     this.revoked = new Map(trust.revoked.map(([hash, at]) => [hash, at]));
+    this.revocationEpoch++;
     this.certificatesRefused = new Set(trust.certificatesRefused);
     this.version = trust.version;
   }
 
   /**
    * Throws TokenRefused unless `token` is one this server issued, not expired at `nowSeconds`
-   * and not revoked; answers what it says. `nowSeconds` is passed in so the caller reads the
-   * clock once.
+   * and not revoked; answers the pass requireOwner() takes. `nowSeconds` is passed in so the
+   * caller reads the clock once.
    */
-  verify(token: string | undefined, nowSeconds: number): TokenClaims {
+  verify(token: string | undefined, nowSeconds: number): TokenPass {
     if (!token) throw new TokenRefused('missing');
-    const claims = this.cache.get(token) ?? this.decode(token);
-    if (claims.expiresAt <= nowSeconds) throw new TokenRefused('expired');
-    if (this.revoked.size > 0) {
-      const revokedAt = this.revoked.get(claims.idHash);
-      if (revokedAt !== undefined && claims.issuedAt <= revokedAt) throw new TokenRefused('revoked');
-    }
-    return claims;
-  }
-
-  /** Throws TokenRefused('mismatch') unless the token of `claims` (from verify) was issued to `deviceId`. */
-  requireOwner(claims: TokenClaims, deviceId: string): void {
-    const verified = claims as Verified;
-    if (deviceId === verified.owner) return;
-    if (deviceIdHash(deviceId) !== verified.idHash) throw new TokenRefused('mismatch');
-    verified.owner = deviceId;
-  }
-
-  /** Checks a token not seen before and remembers it. */
-  private decode(token: string): Verified {
     if (token.length !== TOKEN_CHARS || !token.startsWith(PREFIX) || !this.mac) throw new TokenRefused('invalid');
+    const { memory } = this;
+    let row = memory.find(token);
+    if (row < 0) row = this.decode(token);
+    if (memory.expiresAt(row) <= nowSeconds) throw new TokenRefused('expired');
+    if (this.revoked.size > 0 && this.isRevoked(row)) throw new TokenRefused('revoked');
+    return memory.generation * ROW_LIMIT + row;
+  }
+
+  /** Throws TokenRefused('mismatch') unless the token of `pass` (from verify) was issued to `deviceId`. */
+  requireOwner(pass: TokenPass, deviceId: string): void {
+    const { memory } = this;
+    const row = pass % ROW_LIMIT;
+    if ((pass - row) / ROW_LIMIT !== memory.generation) throw new TokenRefused('invalid', 'the device token was forgotten during the request; send it again');
+    if (memory.ownerIs(row, deviceId)) return;
+    if (!memory.idHashIs(row, hash('sha256', deviceId, 'binary'))) throw new TokenRefused('mismatch');
+    memory.keepOwner(row, deviceId);
+  }
+
+  /** Whether the token of `row` was issued at or before its device's revocation. */
+  private isRevoked(row: number): boolean {
+    const { memory, revocationEpoch } = this;
+    let revoked = memory.revokedAt(row, revocationEpoch);
+    if (revoked === undefined) {
+      const revokedAt = this.revoked.get(memory.idHashHex(row));
+      revoked = revokedAt !== undefined && memory.issuedAt(row) <= revokedAt;
+      memory.keepRevoked(row, revocationEpoch, revoked);
+    }
+    return revoked;
+  }
+
+  /** Checks a token of the right length and prefix not seen before, and remembers it. */
+  private decode(token: string): number {
     const encoded = token.slice(PREFIX.length);
     const bytes = this.bytes;
     // Node's decoder skips characters outside the alphabet and takes both alphabets' 62nd and
     // 63rd: only the canonical encoding of 40 bytes counts.
     if (bytes.write(encoded, 0, 'base64url') !== TOKEN_BYTES || bytes.toString('base64url') !== encoded) throw new TokenRefused('invalid');
-    if (!timingSafeEqual(this.mac.of(bytes.subarray(0, BODY_BYTES)), bytes.subarray(BODY_BYTES))) throw new TokenRefused('invalid');
-    const verified: Verified = { issuedAt: bytes.readUInt32BE(0), expiresAt: bytes.readUInt32BE(4), idHash: bytes.toString('hex', 8, BODY_BYTES), owner: '' };
-    if (this.cache.size >= CACHE_ENTRIES) this.cache = new Map();
-    this.cache.set(token, verified);
-    return verified;
+    if (!timingSafeEqual(this.mac!.of(bytes.subarray(0, BODY_BYTES)), bytes.subarray(BODY_BYTES))) throw new TokenRefused('invalid');
+    return this.memory.add(token, bytes.readUInt32BE(0), bytes.readUInt32BE(4), bytes.subarray(8, BODY_BYTES));
   }
 
   /**
@@ -195,8 +208,25 @@ export class TokenChecker {
   }
 }
 
-/** The token of an `Authorization: Bearer <token>` header; undefined when absent or another scheme. */
+const BEARER = 'bearer';
+const SPACE = 0x20;
+const TAB = 0x09;
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (the scheme in any case, then spaces
+ * or tabs); undefined when absent, another scheme, or more than one word. Scanned by hand: a
+ * regex match allocates its result on every device request.
+ */
 export function bearerToken(header: string): string | undefined {
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  return match ? match[1] : undefined;
+  for (let i = 0; i < BEARER.length; i++) {
+    // | 0x20 folds an ASCII capital to its small letter, and no other character onto one.
+    if ((header.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return undefined;
+  }
+  let start = BEARER.length;
+  while (header.charCodeAt(start) === SPACE || header.charCodeAt(start) === TAB) start++;
+  let end = header.length;
+  while (end > start && (header.charCodeAt(end - 1) === SPACE || header.charCodeAt(end - 1) === TAB)) end--;
+  if (start === BEARER.length || start === end) return undefined;
+  const token = header.slice(start, end);
+  return /\s/.test(token) ? undefined : token;
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { signAuthRequest, type AuthRequest } from '../../src/shared/device-auth.js';
+import { TokenRefused } from '../../src/shared/device-token.js';
 import { decodeAuthAnswer, encodeAuthRequest, encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 import type { CoapClient, CoapResponse } from './coap.js';
 import { postJson } from './http.js';
@@ -8,6 +9,17 @@ import { postJson } from './http.js';
 // either transport, and heartbeats and reports carrying a token (or any token the test likes).
 
 export const now = () => Math.floor(Date.now() / 1000);
+
+/** The reason a token check refused with, or undefined when it let the request in. */
+export function tokenRefusal(check: () => void): string | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (err) {
+    if (err instanceof TokenRefused) return err.reason;
+    throw err;
+  }
+}
 
 export class TestDevice {
   readonly seed = new Uint8Array(randomBytes(32));

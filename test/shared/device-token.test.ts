@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import t from 'tap';
-import { TokenChecker, TokenRefused, deviceIdHash, mintDeviceToken } from '../../src/shared/device-token.js';
+import { TokenChecker, deviceIdHash, mintDeviceToken } from '../../src/shared/device-token.js';
+import { tokenRefusal } from '../helpers/device-auth.js';
 
 // The token's MAC is written out by hand for speed (two one-shot hashes instead of createHmac):
 // these check that it is still HMAC-SHA256 as docs/protocol.md states, so a token minted by one
@@ -17,16 +18,6 @@ function checkerWith(key: Uint8Array): TokenChecker {
   const checker = new TokenChecker();
   checker.update({ version: '1', key, revoked: [], certificatesRefused: [] });
   return checker;
-}
-
-function refusal(fn: () => void): string | undefined {
-  try {
-    fn();
-    return undefined;
-  } catch (err) {
-    if (err instanceof TokenRefused) return err.reason;
-    throw err;
-  }
 }
 
 t.test('the MAC is HMAC-SHA256 over the context and the body, as createHmac computes it', async (t) => {
@@ -48,8 +39,8 @@ t.test('a minted token passes, many times and for many devices (the decoding and
   }
   t.pass('all 100 checks passed');
   const [id, token] = tokens[0]!;
-  t.equal(refusal(() => checker.requireOwner(checker.verify(token, NOW + 1), 'dev-1')), 'mismatch', 'a remembered token under another device id: mismatch');
-  t.equal(refusal(() => checker.requireOwner(checker.verify(token, NOW + 1), id)), undefined, 'and under its own again: valid');
+  t.equal(tokenRefusal(() => checker.requireOwner(checker.verify(token, NOW + 1), 'dev-1')), 'mismatch', 'a remembered token under another device id: mismatch');
+  t.equal(tokenRefusal(() => checker.requireOwner(checker.verify(token, NOW + 1), id)), undefined, 'and under its own again: valid');
 });
 
 t.test('an attacker who alters any byte of a token, or mints with another key, is refused', async (t) => {
@@ -60,36 +51,36 @@ t.test('an attacker who alters any byte of a token, or mints with another key, i
   for (let i = 0; i < bytes.length; i++) {
     const copy = Buffer.from(bytes);
     copy[i]! ^= 0x01;
-    const reason = refusal(() => checker.verify(`d1.${copy.toString('base64url')}`, NOW + 1));
+    const reason = tokenRefusal(() => checker.verify(`d1.${copy.toString('base64url')}`, NOW + 1));
     if (reason !== 'invalid') altered.push(`byte ${i}: ${reason ?? 'accepted'}`);
   }
   t.same(altered, [], 'each of the 40 bytes, flipped, makes the token invalid');
-  t.equal(refusal(() => checker.verify(mintDeviceToken(new Uint8Array(32).fill(7), 'dev-0001', NOW, 3600), NOW + 1)), 'invalid', 'another key: invalid');
+  t.equal(tokenRefusal(() => checker.verify(mintDeviceToken(new Uint8Array(32).fill(7), 'dev-0001', NOW, 3600), NOW + 1)), 'invalid', 'another key: invalid');
   const claims = checker.verify(token, NOW + 1);
-  t.equal(refusal(() => checker.requireOwner(claims, 'dev-0002')), 'mismatch', 'a good token under another device id: mismatch');
-  t.equal(refusal(() => checker.verify(token, NOW + 3600)), 'expired', 'at its expiry: expired');
+  t.equal(tokenRefusal(() => checker.requireOwner(claims, 'dev-0002')), 'mismatch', 'a good token under another device id: mismatch');
+  t.equal(tokenRefusal(() => checker.verify(token, NOW + 3600)), 'expired', 'at its expiry: expired');
   const good = token.slice(3);
   for (const [what, variant] of [['the other alphabet', good.replace(/-/g, '+').replace(/_/g, '/')], ['padding', `${good.slice(0, -2)}==`], ['a character outside the alphabet', `${good.slice(0, -1)}!`]] as const) {
     if (variant === good) continue;
-    t.equal(refusal(() => checker.verify(`d1.${variant}`, NOW + 1)), 'invalid', `a non-canonical encoding (${what}): invalid`);
+    t.equal(tokenRefusal(() => checker.verify(`d1.${variant}`, NOW + 1)), 'invalid', `a non-canonical encoding (${what}): invalid`);
   }
   // The last character carries 2 bits of the 40th byte and 4 bits of nothing: setting those is
   // another string for the same bytes.
   const last = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
   const loose = good.slice(0, -1) + last[last.indexOf(good.at(-1)!) | 1];
-  t.equal(refusal(() => checker.verify(`d1.${loose}`, NOW + 1)), 'invalid', 'the unused bits of the last character set: invalid');
+  t.equal(tokenRefusal(() => checker.verify(`d1.${loose}`, NOW + 1)), 'invalid', 'the unused bits of the last character set: invalid');
 });
 
 t.test('a revocation refuses the tokens issued up to it, and only those of its device', async (t) => {
   const checker = new TokenChecker();
   checker.update({ version: '2', key: KEY, revoked: [[deviceIdHash('dev-0001'), NOW]], certificatesRefused: [] });
-  t.equal(refusal(() => checker.verify(mintDeviceToken(KEY, 'dev-0001', NOW, 3600), NOW + 1)), 'revoked', 'issued at the revocation: revoked');
-  t.equal(refusal(() => checker.verify(mintDeviceToken(KEY, 'dev-0001', NOW + 1, 3600), NOW + 2)), undefined, 'issued after it (the device authenticated again): valid');
-  t.equal(refusal(() => checker.verify(mintDeviceToken(KEY, 'dev-0002', NOW - 10, 3600), NOW + 2)), undefined, 'another device: valid');
+  t.equal(tokenRefusal(() => checker.verify(mintDeviceToken(KEY, 'dev-0001', NOW, 3600), NOW + 1)), 'revoked', 'issued at the revocation: revoked');
+  t.equal(tokenRefusal(() => checker.verify(mintDeviceToken(KEY, 'dev-0001', NOW + 1, 3600), NOW + 2)), undefined, 'issued after it (the device authenticated again): valid');
+  t.equal(tokenRefusal(() => checker.verify(mintDeviceToken(KEY, 'dev-0002', NOW - 10, 3600), NOW + 2)), undefined, 'another device: valid');
   const remembered = mintDeviceToken(KEY, 'dev-0003', NOW, 3600);
   checker.requireOwner(checker.verify(remembered, NOW + 1), 'dev-0003');
   checker.update({ version: '3', key: KEY, revoked: [[deviceIdHash('dev-0003'), NOW + 1]], certificatesRefused: [] });
-  t.equal(refusal(() => checker.verify(remembered, NOW + 2)), 'revoked', 'a token verified before the revocation arrived: revoked all the same');
+  t.equal(tokenRefusal(() => checker.verify(remembered, NOW + 2)), 'revoked', 'a token verified before the revocation arrived: revoked all the same');
   checker.update({ version: '4', key: new Uint8Array(32).fill(7), revoked: [], certificatesRefused: [] });
-  t.equal(refusal(() => checker.verify(remembered, NOW + 2)), 'invalid', 'after the key changed, a remembered token is checked afresh: invalid');
+  t.equal(tokenRefusal(() => checker.verify(remembered, NOW + 2)), 'invalid', 'after the key changed, a remembered token is checked afresh: invalid');
 });
