@@ -9,7 +9,7 @@ import type { ActorContext } from './runtime.js';
 // and the first half of POST /auth. The check asks no one: the token key and the revocations
 // come from the fleet actor, which answers each question of this loop when they change.
 //
-//   fleet ─deviceTrust(version)─▶ TokenChecker ◀─ admit(token), requireDevice(device id) on each request
+//   fleet ─deviceTrust(version)─▶ TokenChecker ◀─ admit(token) or admitBearer(header), requireDevice(device id) on each request
 //   device ─POST /auth─▶ verify signature + clock here ─▶ fleet (replay, binding, state, token)
 
 /** How long a front-end waits for its first trust at start before it gives up (and is restarted). */
@@ -61,13 +61,24 @@ export class DeviceGate {
    */
   admit(token: string | undefined, certifiedId?: string): DevicePass {
     if (!this.on) return undefined;
+    return this.check(token, false, certifiedId);
+  }
+
+  /** admit() for the `Authorization` header of an HTTP request ('' when absent). */
+  admitBearer(header: string, certifiedId?: string): DevicePass {
+    if (!this.on) return undefined;
+    return this.check(header, true, certifiedId);
+  }
+
+  private check(text: string | undefined, bearer: boolean, certifiedId: string | undefined): DevicePass {
     try {
       // A verified client certificate (HTTP front-end, tls.client_ca_file) stands in for the token.
       if (certifiedId !== undefined) {
         this.checker.verifyCertified(certifiedId);
         return { certifiedId };
       }
-      return this.checker.verify(token, Math.floor(Date.now() / 1000));
+      const now = Math.floor(Date.now() / 1000);
+      return bearer ? this.checker.verifyBearer(text!, now) : this.checker.verify(text, now);
     } catch (err) {
       throw this.refused(err);
     }

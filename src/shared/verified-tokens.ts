@@ -6,15 +6,17 @@
 // with auth off, measured in the HTTP thread under the heartbeat bench. Here a verified token is
 // one fixed row of bytes in an open-addressing table (linear probing) and the GC sees one buffer.
 //
-// A row (ROW_BYTES):
+// A row (ROW_BYTES), laid out so that a lookup reads its first 64 bytes (one cache line) and
+// the device id check its second:
 //   0       state: 0 empty, 1 used
 //   1       owner length: the device id last matched with the token, as 1..OWNER_BYTES Latin-1
 //           bytes; 0 when none is kept (none matched yet, or a longer or non-Latin-1 id)
 //   2       revoked: the answer of the revocation check made at epoch `checked`
-//   4..8    issued_at u32            8..12   expires_at u32            12..16  checked u32
-//   16..32  id_hash (16 bytes)
-//   32..86  the token's characters after its prefix (TOKEN_TAIL)
-//   86..128 owner (OWNER_BYTES)
+//   4..8    expires_at u32
+//   8..62   the token's characters after its prefix (TOKEN_TAIL)
+//   64..68  issued_at u32            68..72  checked u32
+//   72..88  id_hash (16 bytes)
+//   88..128 owner (OWNER_BYTES)
 //
 // The table grows by doubling while under half full, up to the slots that hold maxEntries at
 // three quarters full; a token past that empties it (each token is then verified afresh once).
@@ -24,15 +26,15 @@ const ROW_BYTES = 128;
 const ROW_WORDS = ROW_BYTES / 4;
 const OWNER_LENGTH = 1;
 const REVOKED = 2;
-const ISSUED_AT_WORD = 1;
-const EXPIRES_AT_WORD = 2;
-const CHECKED_WORD = 3;
-const ID_HASH = 16;
-export const ID_HASH_BYTES = 16;
-const TOKEN = 32;
+const EXPIRES_AT_WORD = 1;
+const TOKEN = 8;
 /** Characters of a token after its prefix ("d1."), all stored. */
 export const TOKEN_TAIL = 54;
-const OWNER = TOKEN + TOKEN_TAIL;
+const ISSUED_AT_WORD = 16;
+const CHECKED_WORD = 17;
+const ID_HASH = 72;
+export const ID_HASH_BYTES = 16;
+const OWNER = ID_HASH + ID_HASH_BYTES;
 const OWNER_BYTES = ROW_BYTES - OWNER;
 const FIRST_SLOTS = 1024;
 /** The tail characters the slot is hashed from: 33 to 37 encode bits of the MAC only. */
@@ -52,11 +54,8 @@ export class VerifiedTokens {
   /** Changes whenever rows move (growth) or go (emptied). */
   generation = 0;
 
-  /**
-   * `tokenStart`: where the token's tail starts in the strings given (after its prefix).
-   * `maxEntries`: tokens kept before the table empties.
-   */
-  constructor(private readonly tokenStart: number, readonly maxEntries: number) {
+  /** `maxEntries`: tokens kept before the table empties. */
+  constructor(readonly maxEntries: number) {
     this.maxSlots = Math.max(FIRST_SLOTS, 2 ** Math.ceil(Math.log2(maxEntries / 0.75)));
     if (this.maxSlots > ROW_LIMIT) throw new RangeError(`at most ${(ROW_LIMIT * 0.75) | 0} verified tokens`);
   }
@@ -65,31 +64,34 @@ export class VerifiedTokens {
     return this.entries;
   }
 
-  /** The row of `token` (of the full length, checked by the caller), or -1. */
-  find(token: string): number {
-    const { rows, tokenStart } = this;
-    for (let row = this.slotOf(token); ; row = (row + 1) & (this.slots - 1)) {
+  /**
+   * The row of the token whose tail starts at `tail` in `text` (long enough: the caller checks),
+   * or -1. The tail is read in place: a token is often part of a header.
+   */
+  find(text: string, tail: number): number {
+    const { rows } = this;
+    for (let row = this.slotOf(text, tail); ; row = (row + 1) & (this.slots - 1)) {
       const base = row * ROW_BYTES;
       if (rows[base] === 0) return -1;
       let i = 0;
-      while (i < TOKEN_TAIL && rows[base + TOKEN + i] === token.charCodeAt(tokenStart + i)) i++;
+      while (i < TOKEN_TAIL && rows[base + TOKEN + i] === text.charCodeAt(tail + i)) i++;
       if (i === TOKEN_TAIL) return row;
     }
   }
 
   /** Keeps a verified token (not kept yet); answers its row. May grow or empty the table. */
-  add(token: string, issuedAt: number, expiresAt: number, idHash: Uint8Array): number {
+  add(text: string, tail: number, issuedAt: number, expiresAt: number, idHash: Uint8Array): number {
     if (this.entries + 1 > this.slots / 2 && this.slots < this.maxSlots) this.grow();
     else if (this.entries >= this.maxEntries) this.clear();
-    let row = this.slotOf(token);
+    let row = this.slotOf(text, tail);
     while (this.rows[row * ROW_BYTES] !== 0) row = (row + 1) & (this.slots - 1);
     const base = row * ROW_BYTES;
-    const { rows, words, tokenStart } = this;
+    const { rows, words } = this;
     rows[base] = 1;
     words[row * ROW_WORDS + ISSUED_AT_WORD] = issuedAt;
     words[row * ROW_WORDS + EXPIRES_AT_WORD] = expiresAt;
     rows.set(idHash.subarray(0, ID_HASH_BYTES), base + ID_HASH);
-    for (let i = 0; i < TOKEN_TAIL; i++) rows[base + TOKEN + i] = token.charCodeAt(tokenStart + i);
+    for (let i = 0; i < TOKEN_TAIL; i++) rows[base + TOKEN + i] = text.charCodeAt(tail + i);
     this.entries++;
     return row;
   }
@@ -157,9 +159,9 @@ export class VerifiedTokens {
    * A slot from characters the token's MAC alone decides, so no one can aim many tokens at one
    * slot without the key: FNV-1a over them.
    */
-  private slotOf(token: string): number {
+  private slotOf(text: string, tail: number): number {
     let h = FNV_OFFSET;
-    for (let i = HASHED_FROM; i < HASHED_TO; i++) h = Math.imul(h ^ token.charCodeAt(this.tokenStart + i), FNV_PRIME);
+    for (let i = HASHED_FROM; i < HASHED_TO; i++) h = Math.imul(h ^ text.charCodeAt(tail + i), FNV_PRIME);
     return (h >>> 0) & (this.slots - 1);
   }
 

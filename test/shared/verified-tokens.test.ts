@@ -17,23 +17,23 @@ function checkerWith(remembered: number): TokenChecker {
 }
 
 t.test('kept tokens are found across growth, and the table empties at its limit', async (t) => {
-  const memory = new VerifiedTokens(3, 3000);
+  const memory = new VerifiedTokens(3000);
   const tokens = Array.from({ length: 3000 }, (_, n) => mintDeviceToken(KEY, `dev-${n}`, NOW + n, 3600));
   const idHash = Buffer.alloc(16, 1);
-  const rows = tokens.map((token, n) => memory.add(token, NOW + n, NOW + n + 3600, idHash));
+  const rows = tokens.map((token, n) => memory.add(token, 3, NOW + n, NOW + n + 3600, idHash));
   t.ok(memory.generation >= 2, `grew from 1,024 slots (generation ${memory.generation})`);
-  const lost = tokens.filter((token, n) => memory.find(token) < 0 || memory.issuedAt(memory.find(token)) !== NOW + n);
+  const lost = tokens.filter((token, n) => memory.find(token, 3) < 0 || memory.issuedAt(memory.find(token, 3)) !== NOW + n);
   t.same(lost, [], 'every one of 3,000 tokens is found with its own issue time');
-  t.equal(new Set(tokens.map((token) => memory.find(token))).size, 3000, 'in 3,000 distinct rows');
+  t.equal(new Set(tokens.map((token) => memory.find(token, 3))).size, 3000, 'in 3,000 distinct rows');
   t.ok(rows.length === 3000 && memory.size === 3000, 'all kept');
   const stranger = mintDeviceToken(KEY, 'dev-x', NOW - 1, 3600);
-  t.equal(memory.find(stranger), -1, 'a token never kept is not found');
-  t.equal(memory.find(tokens[5]!.slice(0, -1) + (tokens[5]!.endsWith('A') ? 'Q' : 'A')), -1, 'nor one differing from a kept one in its last character');
+  t.equal(memory.find(stranger, 3), -1, 'a token never kept is not found');
+  t.equal(memory.find(tokens[5]!.slice(0, -1) + (tokens[5]!.endsWith('A') ? 'Q' : 'A'), 3), -1, 'nor one differing from a kept one in its last character');
   const generation = memory.generation;
-  memory.add(stranger, NOW, NOW + 1, idHash);
+  memory.add(stranger, 3, NOW, NOW + 1, idHash);
   t.equal(memory.size, 1, 'one past the limit, the table starts again with that token');
   t.equal(memory.generation, generation + 1, 'and its rows are known to have gone');
-  t.equal(memory.find(tokens[0]!), -1, 'the tokens before are no longer found (each is verified afresh)');
+  t.equal(memory.find(tokens[0]!, 3), -1, 'the tokens before are no longer found (each is verified afresh)');
 });
 
 t.test('a checker past its memory still checks every token, and refuses forgeries among them', async (t) => {
@@ -61,9 +61,9 @@ t.test('a pass from before the memory changed is refused, even when its row now 
   t.equal(tokenRefusal(() => checker.requireOwner(passA, 'dev-A')), 'invalid', 'nor for A');
 });
 
-t.test('device ids kept in the row (Latin-1, up to 42 characters) and those compared by hash every time (longer, or beyond Latin-1)', async (t) => {
+t.test('device ids kept in the row (Latin-1, up to 40 characters) and those compared by hash every time (longer, or beyond Latin-1)', async (t) => {
   const checker = checkerWith(100);
-  for (const id of ['x'.repeat(43), 'y'.repeat(128), 'pompe-à-chaleur', 'capteur-🔥-12', 'Ünïcødé-ÿ']) {
+  for (const id of ['x'.repeat(40), 'x'.repeat(41), 'y'.repeat(128), 'pompe-à-chaleur', 'capteur-🔥-12', 'Ünïcødé-ÿ']) {
     const token = mintDeviceToken(KEY, id, NOW, 3600);
     const results = [id, id, `${id}?`, id, id.slice(0, -1), id].map((asked) => tokenRefusal(() => checker.requireOwner(checker.verify(token, NOW + 1), asked)));
     t.same(results, [undefined, undefined, 'mismatch', undefined, 'mismatch', undefined], `${id.length} characters: ${id.slice(0, 16)}`);
@@ -102,4 +102,20 @@ t.test('bearerToken reads the header as the pattern /^Bearer[ \\t]+(\\S+)[ \\t]*
   };
   visit('');
   t.same(differ, [], 'the hand scan and the pattern agree on 4 × 19,608 headers');
+});
+
+t.test('verifyBearer takes the token as bearerToken reads it, in place or not', async (t) => {
+  const checker = checkerWith(100);
+  const token = mintDeviceToken(KEY, 'dev-1', NOW, 3600);
+  for (const header of [`Bearer ${token}`, `bearer ${token}`, `Bearer \t${token} `, `BEARER\t${token}`]) {
+    t.equal(tokenRefusal(() => checker.requireOwner(checker.verifyBearer(header, NOW + 1), 'dev-1')), undefined, JSON.stringify(header.slice(0, 10)));
+  }
+  const other = mintDeviceToken(KEY, 'dev-2', NOW, 3600);
+  t.equal(tokenRefusal(() => checker.requireOwner(checker.verifyBearer(`Bearer ${other}`, NOW + 1), 'dev-1')), 'mismatch', "read in place, another device's token: mismatch");
+  t.equal(tokenRefusal(() => checker.verifyBearer(`Bearer ${token.slice(0, 20)} ${token.slice(21)}`, NOW + 1)), 'invalid', 'a space inside a header of the exact length: invalid');
+  t.equal(tokenRefusal(() => checker.verifyBearer(`Bearer ${token.slice(0, -1)}`, NOW + 1)), 'invalid', 'a character short: invalid');
+  t.equal(tokenRefusal(() => checker.verifyBearer(`Bearer ${token}x`, NOW + 1)), 'invalid', 'a character long: invalid');
+  t.equal(tokenRefusal(() => checker.verifyBearer(`Basic ${token}x`, NOW + 1)), 'missing', 'another scheme: missing');
+  t.equal(tokenRefusal(() => checker.verifyBearer('', NOW + 1)), 'missing', 'no header: missing');
+  t.equal(tokenRefusal(() => checker.verifyBearer(`Bearer ${token}`, NOW + 3600)), 'expired', 'read in place, at its expiry: expired');
 });

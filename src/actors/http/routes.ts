@@ -15,7 +15,6 @@ import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from './respond.js';
 import { streamTransfer } from './stream.js';
 import type { DeviceGate } from '../device-gate.js';
-import { bearerToken } from '../../shared/device-token.js';
 import { registerDeviceAuthRoute } from './device-auth-route.js';
 import { keysRoute } from './keys-route.js';
 
@@ -84,14 +83,14 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   const logReport = createReportLog(ctx.log, ctx.registry);
 
   const { gate } = deps;
-  /** The Bearer token of a device request, read before the first await; undefined with auth off. */
-  const tokenOf = (req: HttpRequest) => (gate.on ? bearerToken(req.getHeader('authorization')) : undefined);
+  /** The Authorization header of a device request, read before the first await (uWS forgets it after); '' with auth off. */
+  const authorizationOf = (req: HttpRequest) => (gate.on ? req.getHeader('authorization') : '');
 
   route('post', '/heartbeat', 'heartbeat', async (ex, req, certified) => {
     const receivedAtMs = Date.now();
-    const token = tokenOf(req);
+    const authorization = authorizationOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    const pass = gate.admit(token, certified);
+    const pass = gate.admitBearer(authorization, certified);
     // Parsed and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(parseJson(body));
     gate.requireDevice(pass, heartbeat.deviceId);
@@ -101,9 +100,9 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   });
 
   route('post', '/report', 'report', async (ex, req, certified) => {
-    const token = tokenOf(req);
+    const authorization = authorizationOf(req);
     const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    const pass = gate.admit(token, certified);
+    const pass = gate.admitBearer(authorization, certified);
     const report = validateReport(parseJson(body));
     gate.requireDevice(pass, report.deviceId);
     metrics.report(report.success);
@@ -113,14 +112,14 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   });
 
   route('get', '/delta/:from/:to', 'delta', async (ex, req, certified) => {
-    gate.admit(tokenOf(req), certified);
+    gate.admitBearer(authorizationOf(req), certified);
     const from = assertSha256Hex(req.getParameter(0), 'from');
     const to = assertSha256Hex(req.getParameter(1), 'to');
     await serveTransfer(ex, req, 'delta', to, from, deps);
   });
 
   route('get', '/binary/:hash', 'binary', async (ex, req, certified) => {
-    gate.admit(tokenOf(req), certified);
+    gate.admitBearer(authorizationOf(req), certified);
     const hash = assertSha256Hex(req.getParameter(0), 'hash');
     await serveTransfer(ex, req, 'full', hash, undefined, deps);
   });
