@@ -9,12 +9,24 @@ import type { Handler } from './routes.js';
 // `{3: "pending", 4: retry_after}`; a device's token rides on each request as Uri-Query `auth=`.
 
 const AUTH_QUERY = 'auth=';
+const AUTH_QUERY_BYTES = Buffer.from(AUTH_QUERY);
 
-/** The token of a request's `auth=` Uri-Query option; undefined without one. */
+/**
+ * The token of a request's `auth=` Uri-Query option; undefined without one. Decoded from past
+ * the prefix, so the token is a string of its own: a slice would be read through its parent on
+ * every comparison of the token check.
+ */
 export function queryToken(req: IncomingMessage): string | undefined {
   for (const option of req._packet.options ?? []) {
     if (option.name !== 'Uri-Query') continue;
-    const text = Buffer.isBuffer(option.value) ? option.value.toString('utf8') : String(option.value);
+    const value = option.value;
+    if (Buffer.isBuffer(value)) {
+      if (value.length >= AUTH_QUERY_BYTES.length && value.compare(AUTH_QUERY_BYTES, 0, AUTH_QUERY_BYTES.length, 0, AUTH_QUERY_BYTES.length) === 0) {
+        return value.toString('utf8', AUTH_QUERY_BYTES.length);
+      }
+      continue;
+    }
+    const text = String(value);
     if (text.startsWith(AUTH_QUERY)) return text.slice(AUTH_QUERY.length);
   }
   return undefined;
