@@ -5,16 +5,18 @@ import { nowSeconds } from './context.js';
 
 // Which key signs what this device installs. Configured with `public_key` only, that key, for
 // ever. Configured with `root_public_key`, the certified key of the highest serial this device
-// has trusted that is valid now (kept in its state file), `public_key` until it has one, and
-// `GET /keys` when a signature does not verify: a newly certified key of a higher serial is
-// taken, a lower serial never (an attacker holding an old, leaked key and its old certificate
-// cannot bring the device back to it).
+// has trusted (kept in its state file), `public_key` until it has one, and `GET /keys` when a
+// signature does not verify: a newly certified key of a higher serial is taken, a lower serial
+// never (an attacker holding an old, leaked key and its old certificate cannot bring the device
+// back to it). Once the device holds a certificate, `public_key` is never used again: when the
+// held certificate is outside its validity by the device's clock (expired, or not yet valid on a
+// clock that runs behind), no key is trusted until `GET /keys` serves a newer one that verifies.
 
-/** The key to verify with now; undefined when only a root is configured and no key is trusted yet. */
+/** The key to verify with now; undefined when none is trusted (only a root configured, or the held certificate not valid now). */
 export function trustedKey(ctx: AgentContext): string | undefined {
   const cert = ctx.state.signingCertificate;
-  if (ctx.config.rootPublicKey && cert && cert.not_after > nowSeconds() && cert.not_before <= nowSeconds()) return cert.public_key;
-  return ctx.config.publicKey;
+  if (!ctx.config.rootPublicKey || !cert) return ctx.config.publicKey;
+  return cert.not_after > nowSeconds() && cert.not_before <= nowSeconds() ? cert.public_key : undefined;
 }
 
 /**
@@ -60,7 +62,11 @@ function refusalText(refusal: string, cert: KeyCertificate, held: KeyCertificate
   }
 }
 
-/** A configuration with only a root key needs a certified key before it can verify anything. */
-export function noTrustedKey(): UpdaterError {
-  return new UpdaterError('RELEASE_REFUSED', 'release refused (signature): no signing key is trusted yet and GET /keys served none the root key certified');
+/** No key to verify with: only a root configured and nothing certified yet, or the held certificate not valid now. */
+export function noTrustedKey(ctx: AgentContext): UpdaterError {
+  const held = ctx.state.signingCertificate;
+  const why = held
+    ? `the certificate of serial ${held.serial} is valid only from ${held.not_before} to ${held.not_after} (now ${nowSeconds()}) and GET /keys served no newer one the root key certified`
+    : 'no signing key is trusted yet and GET /keys served none the root key certified';
+  return new UpdaterError('RELEASE_REFUSED', `release refused (signature): ${why}`, { reason: 'signature' });
 }

@@ -24,8 +24,11 @@ export async function checkRelease(ctx: AgentContext, answer: unknown, runningHa
   const statement = readStatement(body.release);
   const subject = readSubject(body);
   if (!statement || !subject) throw refused('signature', 'the answer carries no well-formed release statement');
-  if (ctx.config.artifact && subject.artifact !== ctx.config.artifact) {
-    throw refused('signature', `the statement is for the track ${subject.artifact}, not ${ctx.config.artifact}`);
+  // A validly signed release of another track is refused (mix-and-match): the configured track,
+  // or without one the track of the first statement this device verified.
+  const track = ctx.config.artifact || ctx.state.track;
+  if (track && subject.artifact !== track) {
+    throw refused('signature', `the statement is for the track ${subject.artifact}, not ${track}`);
   }
   const device = { nowSeconds: nowSeconds(), runningSequence: ctx.state.releaseSequence };
   let key = trustedKey(ctx);
@@ -38,8 +41,13 @@ export async function checkRelease(ctx: AgentContext, answer: unknown, runningHa
       refusal = checkStatement(key, subject, statement, device);
     }
   }
-  if (!key) throw noTrustedKey();
+  if (!key) throw noTrustedKey(ctx);
   if (refusal) throw refused(refusal, reasonText(refusal, statement, device.runningSequence));
+  if (!track) {
+    ctx.state.track = subject.artifact;
+    await ctx.store.save(ctx.state);
+    ctx.log.info({ artifact: subject.artifact }, 'this device now follows the track of its first verified release; a release of another track is refused');
+  }
   if (subject.target_hash === runningHash && statement.sequence > ctx.state.releaseSequence) {
     // A verified statement for what the device runs raises its floor (an operator's republish of the same bytes).
     ctx.state.releaseSequence = statement.sequence;

@@ -32,6 +32,8 @@ export interface AgentState {
   releaseSequence: number;
   /** With root_public_key: the certified signing key of the highest serial trusted (agent/keys.ts). */
   signingCertificate?: KeyCertificate;
+  /** Without `artifact` configured: the track of the first release statement verified (agent/release.ts). */
+  track?: string;
 }
 
 export interface PendingUpdate {
@@ -90,6 +92,7 @@ export class StateStore {
     if (nonNegative(doc.releaseSequence)) state.releaseSequence = doc.releaseSequence;
     const cert = doc.signingCertificate === undefined ? undefined : readCertificate(doc.signingCertificate);
     if (cert && typeof cert !== 'string') state.signingCertificate = cert;
+    if (typeof doc.track === 'string' && doc.track.length > 0) state.track = doc.track;
     return state;
   }
 

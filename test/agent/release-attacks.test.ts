@@ -151,6 +151,33 @@ for (const transport of ['http', 'coap'] as const) {
   });
 }
 
+// Mix-and-match (Uptane's term): a device configured without `artifact` follows the server's
+// default track. An attacker who replays another track's validly signed, newer release must not
+// move it there: the device remembers the track of the first statement it verified.
+for (const transport of ['http', 'coap'] as const) {
+  t.test(`${transport}: attack: another track's validly signed release is refused by a device without artifact`, async (t) => {
+    const home = `home-${transport}`;
+    const other = `other-${transport}`;
+    await publish(home, '1.0.0', v1.path);
+    t.equal((await adminCall(server.url, 'POST', '/admin/default', { artifact: home })).status, 200);
+    const attacker = await attackerFor(t, transport);
+    const device = await makeDevice(fixture, attacker.httpUrl, v1Bytes, { artifact: undefined, ...attacker.overrides });
+    expectExit(t, await device.runOnce(), 0, 'a first, up-to-date cycle on the default track');
+    t.equal((await device.readState()).track, home, 'the device remembers the track it follows');
+    await publish(other, '9.0.0', v2.path);
+    const foreign = await heartbeatUntilSigned(server.url, randomHash(), other);
+    t.equal(foreign.artifact, other, 'a genuine, signed full-mode answer of the other track');
+    attacker.replay(foreign);
+    const before = attacker.downloads();
+    const run = await device.runOnce();
+    t.not(run.code, 0, '--once exits non-zero');
+    t.match(refusal(run), { err: new RegExp(`release refused \\(signature\\): the statement is for the track ${other}, not ${home}`) });
+    t.equal((await device.current()).hash, v1.hash, 'still on v1');
+    t.equal(attacker.downloads(), before, 'nothing was downloaded');
+    attacker.replay(undefined);
+  });
+}
+
 t.test('the wire: a statement survives the CBOR round trip byte for byte', async (t) => {
   const manifest = await heartbeatUntilSigned(server.url, randomHash(), TRACKS.http);
   t.same(decodeManifest(encodeManifest(manifest)).release, manifest.release);
