@@ -37,6 +37,18 @@ export interface ReportRecord {
 }
 
 /**
+ * A rollout target offered to a device (the manifester's answer named it), from the version
+ * the heartbeat carried: what makes the device's later report count toward the rollout's health.
+ */
+export interface OfferRecord {
+  readonly deviceId: string;
+  readonly targetHash: string;
+  readonly fromHash: string;
+  /** Unix milliseconds. */
+  readonly offeredAtMs: number;
+}
+
+/**
  * Heartbeats as they cross from a front-end to the fleet actor: a few compact values instead
  * of an object each, which structured cloning would walk field by field at both ends
  * (fleet-batch.ts packs and unpacks them).
@@ -112,9 +124,12 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   recentReports(query: ReportQuery): Promise<FleetReportView[]>;
   /**
    * For each target: the latest report per device among those with new_hash = targetHash
-   * received at or after `since`, counted by outcome. Pending reports are flushed first.
+   * received at or after `since`, counted by outcome, of devices that were offered the target
+   * from the version the report names as left (recordOffers). Pending reports are flushed first.
    */
   rolloutHealth(queries: readonly RolloutHealthQuery[]): Promise<RolloutHealth[]>;
+  /** Fire-and-forget from the manifester: the rollout offers it made (written at once, upserted). */
+  recordOffers(offers: readonly OfferRecord[]): void;
   /** Writes what is buffered now (tests, drain). */
   flush(): Promise<void>;
   /** Puts events into the webhooks' outbox; durable when it resolves (src/actors/webhook-events.ts sends them). */
@@ -151,6 +166,8 @@ export const FLEET_DEADLINES_MS = {
   recentReports: 10_000,
   /** Flushes what is buffered first. */
   rolloutHealth: 10_000,
+  /** Fire-and-forget; the deadline only bounds a lost message. */
+  recordOffers: 5_000,
   flush: 30_000,
   recordEvents: 10_000,
   webhookState: 10_000,

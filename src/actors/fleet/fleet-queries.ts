@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Transport } from '../../messages/admin-wire.js';
-import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
+import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, OfferRecord, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
 import { recountVersions } from '../../shared/database/connect.js';
 import type { Database, DevicesTable, ReportsTable } from '../../shared/database/schema.js';
 
@@ -100,7 +100,9 @@ export async function summary(db: Kysely<Database>, artifact: string, nowMs: num
 
 /**
  * The latest report per device among those for the target received at or after `sinceMs`, by
- * outcome, to the millisecond: a report that arrives in the same second as a rollout's start
+ * outcome, counting only a device that was offered the target from the version the report says
+ * it left (rollout_offers): a device never offered it, or one claiming to leave a version it was
+ * not seen on, is stored and shown but decides nothing. To the millisecond: a report that arrives in the same second as a rollout's start
  * counts, one in the same second before a resume does not. The whole-second column narrows the
  * search on its index; a row written before migration 0009 has no milliseconds and counts
  * from the next whole second, as it did then.
@@ -111,6 +113,9 @@ export async function rolloutHealth(db: Kysely<Database>, queries: readonly Roll
     const latest = db.selectFrom('reports')
       .select((eb) => eb.fn.max('id').as('id'))
       .where('new_hash', '=', targetHash).where('received_at', '>=', Math.floor(sinceMs / 1000))
+      .where(({ exists, selectFrom }) => exists(selectFrom('rollout_offers as o').select('o.device_id')
+        .whereRef('o.device_id', '=', 'reports.device_id').whereRef('o.target_hash', '=', 'reports.new_hash')
+        .whereRef('o.from_hash', '=', 'reports.previous_hash')))
       .where((eb) => eb.or([
         eb('received_at_ms', '>=', sinceMs),
         eb.and([eb('received_at_ms', 'is', null), eb('received_at', '>=', Math.ceil(sinceMs / 1000))]),
@@ -125,6 +130,15 @@ export async function rolloutHealth(db: Kysely<Database>, queries: readonly Roll
   return answers;
 }
 
+/** Each offer replaces the device's earlier offer of the same target. */
+export async function recordOffers(db: Kysely<Database>, offers: readonly OfferRecord[]): Promise<void> {
+  if (offers.length === 0) return;
+  const rows = offers.map((o) => ({ device_id: o.deviceId, target_hash: o.targetHash, from_hash: o.fromHash, offered_at: Math.floor(o.offeredAtMs / 1000) }));
+  await db.insertInto('rollout_offers').values(rows)
+    .onConflict((oc) => oc.columns(['device_id', 'target_hash']).doUpdateSet((eb) => ({ from_hash: eb.ref('excluded.from_hash'), offered_at: eb.ref('excluded.offered_at') })))
+    .execute();
+}
+
 /** Retention: devices not seen since, reports received before. Answers what was deleted. */
 export async function prune(db: Kysely<Database>, deviceSeenBefore: number | undefined, reportReceivedBefore: number | undefined): Promise<{ devices: number; reports: number }> {
   let devices = 0;
@@ -132,6 +146,8 @@ export async function prune(db: Kysely<Database>, deviceSeenBefore: number | und
   if (reportReceivedBefore !== undefined) {
     const r = await db.deleteFrom('reports').where('received_at', '<', reportReceivedBefore).executeTakeFirst();
     reports = Number(r.numDeletedRows);
+    // An offer older than every kept report still counts a report that comes later; kept as long as reports.
+    await db.deleteFrom('rollout_offers').where('offered_at', '<', reportReceivedBefore).execute();
   }
   if (deviceSeenBefore !== undefined) {
     devices = await db.transaction().execute(async (tx) => {

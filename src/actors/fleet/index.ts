@@ -194,6 +194,11 @@ await runActor(async (ctx) => {
       await flush();
       return q.rolloutHealth(db(), queries);
     },
+    recordOffers(offers) {
+      // Lost offers cost only counts (the manifester sends each again within minutes), never an answer.
+      if (stopped || !store) return;
+      q.recordOffers(store.db, offers).catch((err) => ctx.log.warn({ err, offers: offers.length }, 'rollout offers not recorded'));
+    },
     flush,
     createToken: (entry) => tokens.create(entry),
     listTokens: () => tokens.list(),

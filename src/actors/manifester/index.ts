@@ -8,6 +8,7 @@ import { Manifester } from './manifester.js';
 import { createManifesterMetrics } from './metrics.js';
 import { createReleaseMetrics } from './release-metrics.js';
 import { ReleaseStatements } from './release-statements.js';
+import { OfferFeed } from './rollout/offer-feed.js';
 import { RolloutControl } from './rollout/rollout-control.js';
 import { loadSigningKey } from './signing-key.js';
 import { SignedManifests } from './signer.js';
@@ -34,7 +35,11 @@ await runActor(async (ctx) => {
   const requests = new GenerationRequests((run) => ctx.call('store-keeper', run), ctx.log);
   const metrics = createManifesterMetrics(ctx.registry, () => signed.size, () =>
     tracks.all().flatMap((t) => (t.rollout ? [{ artifact: t.key, percent: t.rollout.percent, state: t.rollout.state }] : [])));
-  const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics, statements);
+  // Offers reach the fleet actor so that only the reports of devices offered a target count toward its rollout.
+  const offers = config.fleet.enabled
+    ? new OfferFeed((batch) => ctx.call('fleet', (f) => f.recordOffers(batch)).catch((err) => ctx.log.warn({ err }, 'rollout offers not handed to the fleet actor')))
+    : undefined;
+  const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics, statements, offers);
 
   const resync = async () => {
     view.beginResync();
@@ -109,6 +114,7 @@ await runActor(async (ctx) => {
     rolloutOf: async (artifact) => rollouts.view(artifact),
     drain: async () => {
       clearInterval(renewal);
+      offers?.flush();
       await rollouts.stop();
       await watcher.close();
       await cluster?.close();

@@ -61,6 +61,8 @@ export class Manifester {
     private readonly requests: StoreRequests,
     private readonly metrics: ManifesterMetrics,
     private readonly statements: ReleaseStatements,
+    /** Told of each rollout target offered to a device not on it yet (rollout/offer-feed.ts). */
+    private readonly offers?: { offered(deviceId: string, targetHash: string, fromHash: string): void },
   ) {}
 
   /** The answer of the decision table, with the release statement of the target it names. */
@@ -93,6 +95,7 @@ export class Manifester {
       this.metrics.routed(route);
       if (route === 'stay' || (route === 'stable' && rollout.stable === null)) return { manifest: this.noUpdate(track), target: track };
       if (route === 'stable') target = this.stableTarget(track, rollout.stable!);
+      else if (request.versionHash !== rollout.target.hash) this.offers?.offered(request.deviceId, rollout.target.hash, request.versionHash);
     }
     const decision = decide({
       target,

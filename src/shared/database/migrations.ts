@@ -1,11 +1,14 @@
 import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import type { Engine } from './schema.js';
+import { devices0011 } from './migrations/0011-device-identities.js';
+import { offers0012 } from './migrations/0012-rollout-offers.js';
 
 // Every schema change is a numbered migration, applied in order at start (the fleet actor's
 // setup) and never edited once landed: add the next number instead. Column types differ by
 // engine only where they must: PostgreSQL needs bigint for 64-bit seconds and bytes, an
 // identity column for the report id, and the "C" collation so that device ids sort by code
 // point exactly as SQLite's BINARY collation does (cursor pagination relies on that order).
+// From 0011 on, each migration is a file of its own in migrations/.
 
 function fleet0001(engine: Engine): Migration {
   const big = engine === 'postgres' ? 'bigint' : 'integer';
@@ -285,44 +288,6 @@ function webhooks0010(engine: Engine): Migration {
   };
 }
 
-/**
- * Device identities (devices.auth): the key each device id is bound to, its enrollment state and
- * the timestamp of its last verified auth request; the revocations the front-ends refuse tokens
- * by; and the token MAC key, kept here so that every replica of a cluster checks alike.
- */
-function devices0011(engine: Engine): Migration {
-  const big = engine === 'postgres' ? 'bigint' : 'integer';
-  const key = engine === 'postgres' ? sql`text collate "C"` : sql`text`;
-  return {
-    async up(db: Kysely<unknown>) {
-      await db.schema.createTable('device_identities')
-        .addColumn('device_id', key, (c) => c.primaryKey())
-        .addColumn('public_key', 'text', (c) => c.notNull())
-        .addColumn('auth_state', 'text', (c) => c.notNull())
-        .addColumn('last_auth_at', big, (c) => c.notNull())
-        .addColumn('created_at', big, (c) => c.notNull())
-        .addColumn('updated_at', big, (c) => c.notNull())
-        .execute();
-      // The pending count (max_pending) and the list filtered by state walk this index.
-      await db.schema.createIndex('device_identities_state_id').on('device_identities').columns(['auth_state', 'device_id']).execute();
-      await db.schema.createTable('device_revocations')
-        .addColumn('id_hash', 'text', (c) => c.primaryKey())
-        .addColumn('device_id', 'text', (c) => c.notNull())
-        .addColumn('revoked_at', big, (c) => c.notNull())
-        .execute();
-      await db.schema.createTable('device_auth_keys')
-        .addColumn('name', 'text', (c) => c.primaryKey())
-        .addColumn('value', 'text', (c) => c.notNull())
-        .execute();
-    },
-    async down(db: Kysely<unknown>) {
-      await db.schema.dropTable('device_auth_keys').execute();
-      await db.schema.dropTable('device_revocations').execute();
-      await db.schema.dropTable('device_identities').execute();
-    },
-  };
-}
-
 /** The migrations in order; names sort as numbers so Kysely applies them in this order. */
 export function migrations(engine: Engine): Record<string, Migration> {
   return {
@@ -337,6 +302,7 @@ export function migrations(engine: Engine): Record<string, Migration> {
     '0009_reports_received_ms': reports0009(engine),
     '0010_webhook_outbox': webhooks0010(engine),
     '0011_device_identities': devices0011(engine),
+    '0012_rollout_offers': offers0012(engine),
   };
 }
 

@@ -130,7 +130,18 @@ export interface DeviceAuthKeysTable {
   value: string;
 }
 
+/** Which device was offered which rollout target, from which version (migration 0012). */
+export interface RolloutOffersTable {
+  device_id: string;
+  target_hash: string;
+  /** The version hash of the heartbeat that was offered the target. */
+  from_hash: string;
+  /** Unix seconds of the latest such offer. */
+  offered_at: number;
+}
+
 export interface Database {
+  rollout_offers: RolloutOffersTable;
   devices: DevicesTable;
   reports: ReportsTable;
   fleet_versions: FleetVersionsTable;
