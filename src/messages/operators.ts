@@ -66,6 +66,10 @@ export interface OperatorsApi {
   operatorTokens(known: string | null): Promise<OperatorTokenSnapshot | null>;
   /** Fire-and-forget: queued and written in order; a listing waits for what is queued. */
   audit(records: readonly AuditRecord[]): void;
+  /** A change's row, committed before the change is made (status 0 until auditEnd); its id. */
+  auditBegin(record: AuditRecord): Promise<number>;
+  /** Fire-and-forget: the answer to a begun change. */
+  auditEnd(id: number, status: number, detail: string): void;
   listAudit(query: AuditQuery): Promise<AuditPage>;
 }
 
@@ -75,5 +79,7 @@ export const OPERATORS_DEADLINES_MS = {
   revokeToken: 10_000,
   operatorTokens: 5_000,
   audit: 5_000,
+  auditBegin: 10_000,
+  auditEnd: 5_000,
   listAudit: 10_000,
 } as const;

@@ -3,11 +3,16 @@ import type { AuditPage, AuditQuery, AuditRecord } from '../../messages/operator
 import type { Database } from '../../shared/database/schema.js';
 import type { Logger } from '../../shared/logger.js';
 
-// The audit log (docs/operations.md): rows handed over by the HTTP front-end after it answered,
-// written in the order they came, in batches. The front-end never waits for them; a listing
-// waits for what is queued, so an operator reading the log sees their own last request.
+// The audit log (docs/operations.md): rows handed over by the HTTP front-end, written in the
+// order they came, in batches. A change is recorded before it is made: `begin` writes its row
+// (status 0) and resolves with the row's id only once it is committed, and the front-end makes
+// the change only then; `end` fills in the answer. So a change never escapes the log, even when
+// the server is killed right after it (the row then keeps status 0). Refusals (401, 403, 429)
+// change nothing and are written after the answer, never waited for. A listing waits for what is
+// queued, so an operator reading the log sees their own last request.
 //
-//   http admin routes ──audit(records)──▶ queue (at most MAX_QUEUED) ──▶ audit_log
+//   http admin routes ──begin(row)──▶ queue ──▶ audit_log (one insert, its id back) ──▶ the change
+//                     ──end(id, status)──▶ queue ──▶ update       ──audit(rows)──▶ queue ──▶ insert
 //   GET /admin/audit ──▶ settled() ──▶ newest first      retention timer ──▶ prune(before)
 
 /** Rows waiting to be written while the database is away; past it the oldest are dropped (counted, logged). */
@@ -15,8 +20,14 @@ export const MAX_QUEUED = 10_000;
 const BATCH = 500;
 const RETRY_MS = 1_000;
 
+/** What waits to be written: plain rows, a change's first row (its writer waits for the id), its answer. */
+type Queued =
+  | { readonly kind: 'row'; readonly record: AuditRecord }
+  | { readonly kind: 'begin'; readonly record: AuditRecord; resolve(id: number): void; reject(err: unknown): void }
+  | { readonly kind: 'end'; readonly id: number; readonly status: number; readonly detail: string };
+
 export class AuditLog {
-  private queue: AuditRecord[] = [];
+  private queue: Queued[] = [];
   private writing: Promise<void> | undefined;
   private retry: NodeJS.Timeout | undefined;
   /** Rows dropped because the queue was full (the database was away that long). */
@@ -28,14 +39,34 @@ export class AuditLog {
   ) {}
 
   append(records: readonly AuditRecord[]): void {
-    this.queue.push(...records);
-    const over = this.queue.length - MAX_QUEUED;
-    if (over > 0) {
-      this.queue.splice(0, over);
-      this.dropped += over;
-      this.log.error({ dropped: over }, 'audit rows dropped: the database has been unreachable for too long');
-    }
+    for (const record of records) this.queue.push({ kind: 'row', record });
+    this.bound();
     this.kick();
+  }
+
+  /** Writes a change's row before the change is made; resolves with its id once committed, rejects when it cannot be. */
+  begin(record: AuditRecord): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ kind: 'begin', record, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /** The answer to a begun change. */
+  end(id: number, status: number, detail: string): void {
+    this.queue.push({ kind: 'end', id, status, detail });
+    this.bound();
+    this.kick();
+  }
+
+  private bound(): void {
+    const over = this.queue.length - MAX_QUEUED;
+    if (over <= 0) return;
+    const dropped = this.queue.splice(0, over);
+    // A waiting change is refused rather than dropped silently.
+    for (const q of dropped) if (q.kind === 'begin') q.reject(new Error('the audit queue is full'));
+    this.dropped += over;
+    this.log.error({ dropped: over }, 'audit rows dropped: the database has been unreachable for too long');
   }
 
   /** Resolves once what is queued now has been written, or its write has failed. */
@@ -70,16 +101,32 @@ export class AuditLog {
 
   private async writeAll(): Promise<void> {
     while (this.queue.length > 0) {
-      const batch = this.queue.slice(0, BATCH);
+      const first = this.queue[0]!;
       try {
-        await this.db().insertInto('audit_log').values(batch.map((r) => ({ ...r }))).execute();
+        if (first.kind === 'row') {
+          const end = this.queue.findIndex((q, i) => i >= BATCH || q.kind !== 'row');
+          const batch = this.queue.slice(0, end === -1 ? this.queue.length : end) as Extract<Queued, { kind: 'row' }>[];
+          await this.db().insertInto('audit_log').values(batch.map((q) => ({ ...q.record }))).execute();
+          this.queue.splice(0, batch.length);
+        } else if (first.kind === 'begin') {
+          // Taken off the queue before the write: a change whose row fails is refused now, never written later.
+          this.queue.shift();
+          try {
+            const row = await this.db().insertInto('audit_log').values({ ...first.record }).returning('id').executeTakeFirstOrThrow();
+            first.resolve(Number(row.id));
+          } catch (err) {
+            first.reject(err);
+          }
+        } else {
+          await this.db().updateTable('audit_log').set({ status: first.status, detail: first.detail }).where('id', '=', first.id).execute();
+          this.queue.shift();
+        }
       } catch (err) {
         this.log.error({ err, queued: this.queue.length }, 'audit rows not written yet; retrying in a second');
         clearTimeout(this.retry);
         this.retry = setTimeout(() => this.kick(), RETRY_MS);
         return;
       }
-      this.queue.splice(0, batch.length);
     }
   }
 }

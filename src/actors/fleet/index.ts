@@ -207,6 +207,14 @@ await runActor(async (ctx) => {
     audit(records) {
       if (!stopped) audit.append(records);
     },
+    auditBegin(record) {
+      if (stopped) return Promise.reject(new UpdaterError('SHUTTING_DOWN'));
+      if (!store) return Promise.reject(new UpdaterError('DATABASE_UNREACHABLE'));
+      return audit.begin(record);
+    },
+    auditEnd(id, status, detail) {
+      if (!stopped) audit.end(id, status, detail);
+    },
     listAudit: (query) => audit.list(query),
     recordEvents: (events) => webhooks.record(events),
     webhookState: () => webhooks.state(),

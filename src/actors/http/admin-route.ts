@@ -16,6 +16,8 @@ export interface AdminQuery {
   who: Principal;
   /** What the audit row says on success, set by the handler (never a secret). */
   audit: { detail?: string };
+  /** Settles once a change's audit row is committed; rejects when it cannot be (the change must not be made). */
+  audited: Promise<unknown>;
   /** PUT only: what an upload needs from its headers ('' when absent). */
   upload?: UploadHeaders;
 }

@@ -53,7 +53,11 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   const { ctx, metrics } = deps;
   const { admin } = ctx.config;
   const auth = new OperatorAuth(new AdminAuth(admin.token, admin.authFailureBurst, admin.authFailureRefillPerSecond));
-  const audit = new AdminAudit(ctx.config.fleet.enabled ? (rows) => ctx.peer('fleet').audit(rows) : undefined);
+  const audit = new AdminAudit(ctx.config.fleet.enabled ? {
+    send: (rows) => ctx.peer('fleet').audit(rows),
+    begin: (row) => ctx.call('fleet', (f) => f.auditBegin(row)),
+    end: (id, status, detail) => ctx.peer('fleet').auditEnd(id, status, detail),
+  } : undefined);
   if (ctx.config.fleet.enabled) syncOperatorTokens(auth, (known) => ctx.call('fleet', (f) => f.operatorTokens(known)), ctx.log);
   const failures = new Counter({
     name: 'updater_admin_auth_failures_total',
@@ -76,9 +80,14 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
       const where = raw === '' ? req.getUrl() : `${req.getUrl()}?${raw}`;
       let who: Principal | null = null;
       let detail = '';
+      /** The audit row of a change, committed before the change (admin-audit.ts); undefined for reads and refusals. */
+      let begun: Promise<number | undefined> | undefined;
       const finish = () => {
         stop(ex.status ?? 499);
-        audit.record(who, verb, where, ex.status ?? 499, detail);
+        const status = ex.status ?? 499;
+        if (!begun) return audit.record(who, verb, where, status, detail);
+        begun.then((id) => (id === undefined ? audit.record(who, verb, where, status, detail) : audit.end(id, status, detail)),
+          () => audit.record(who, verb, where, status, detail));
       };
       if (deps.isDraining()) {
         sendError(ex, new UpdaterError('SHUTTING_DOWN'), { Connection: 'close' });
@@ -105,11 +114,21 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
         sendError(ex, new UpdaterError('FORBIDDEN', `the role ${who.role} may not call ${verb} ${req.getUrl()}; it needs ${needed}`));
         return finish();
       }
-      const query: AdminQuery = { artifact: req.getQuery('artifact'), raw, ...(path.includes('/:') ? { param: req.getParameter(0) } : {}), who, audit: {} };
+      if (method === 'post' || method === 'put' || method === 'del') {
+        begun = audit.begin(who, verb, where);
+        begun.catch(() => undefined); // answered below, or by the upload before it stores a byte
+      }
+      const query: AdminQuery = {
+        artifact: req.getQuery('artifact'), raw, ...(path.includes('/:') ? { param: req.getParameter(0) } : {}), who, audit: {},
+        audited: begun ?? Promise.resolve(undefined),
+      };
       if (method === 'put') query.upload = { contentLength: req.getHeader('content-length'), contentSha256: req.getHeader('x-content-sha256') };
       const body = method === 'post' ? readBody(ex, req, bodyLimit) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
-      handler(ex, body, query).then(() => {
+      // An upload reads its body as it comes and waits for its audit row itself (upload.ts); every
+      // other change runs only once its row is committed.
+      const run = method === 'put' ? handler(ex, body, query) : query.audited.then(() => handler(ex, body, query));
+      run.then(() => {
         detail = query.audit.detail ?? '';
         finish();
       }, (err) => {

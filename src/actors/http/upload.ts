@@ -25,7 +25,7 @@ export function registerUploadRoutes(route: AdminRoute, ctx: ActorContext): void
   const max = ctx.config.admin.maxUploadBytes;
   const store = <R>(fn: (s: Peer<StoreKeeperApi>) => Promise<R>) => ctx.call('store-keeper', fn);
   route('put', '/admin/binaries', 'admin_upload', async (ex, _body, query) => {
-    const outcome = await receiveUpload(ex, query.upload!, max, store);
+    const outcome = await receiveUpload(ex, query.upload!, max, store, query.audited);
     if (outcome) ctx.log.info({ hash: outcome.hash, size: outcome.size, created: outcome.created }, 'admin: binary uploaded');
   });
 }
@@ -37,7 +37,7 @@ const tooLarge = (max: number) => new UpdaterError('BODY_TOO_LARGE', `an upload 
  * await). Resolves with what was stored, or undefined when an answer was already given.
  */
 async function receiveUpload(ex: Exchange, headers: UploadHeaders, max: number,
-  store: <R>(fn: (s: Peer<StoreKeeperApi>) => Promise<R>) => Promise<R>): Promise<{ hash: string; size: number; created: boolean } | undefined> {
+  store: <R>(fn: (s: Peer<StoreKeeperApi>) => Promise<R>) => Promise<R>, audited: Promise<unknown>): Promise<{ hash: string; size: number; created: boolean } | undefined> {
   const declared = headers.contentLength;
   if (declared !== '' && (!/^\d+$/.test(declared) || Number(declared) > max)) {
     return refuse(ex, tooLarge(max));
@@ -77,6 +77,8 @@ async function receiveUpload(ex: Exchange, headers: UploadHeaders, max: number,
 
   let slot: UploadSlot;
   try {
+    // The change is in the audit log before a byte of it is stored (admin-audit.ts).
+    await audited;
     slot = await store((s) => s.beginUpload());
   } catch (err) {
     return refuse(ex, err);

@@ -90,7 +90,7 @@ t.test('the audit keeps changes and refusals, and writes a flood of 429s as one 
   for (const status of [401, 403, 429]) t.equal(audited('GET', status), true, `a GET refused with ${status}`);
   t.equal(audited('POST', 400), true, 'a change refused for its body');
   const sent: AuditRecord[] = [];
-  const audit = new AdminAudit((rows) => sent.push(...rows), () => NOW_S * 1000);
+  const audit = new AdminAudit({ send: (rows) => sent.push(...rows), begin: async () => 1, end: () => undefined }, () => NOW_S * 1000);
   for (let i = 0; i < 1000; i++) audit.record(null, 'GET', '/admin/artifacts', 429, 'unknown, revoked or malformed token');
   audit.record(CONFIG_PRINCIPAL, 'POST', '/admin/gc', 200, '');
   audit.flush(true);
