@@ -9,6 +9,9 @@ const NOW = 1_800_000_000_000;
 function hb(deviceId: string, over: Partial<HeartbeatRecord> = {}): HeartbeatRecord {
   return { deviceId, versionHash: H(1), version: '1.0.0', artifact: 'app/linux/arm64', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 5_000_000_000, hwFreeDisk: 7, transport: 'http', receivedAtMs: NOW, ...over };
 }
+/** The rollout offers that make these devices' reports of `target` count (from H(1), as `rep` leaves). */
+const offers = (target: string, ids: string[], from = H(1)) => ids.map((deviceId) => ({ deviceId, targetHash: target, fromHash: from, offeredAtMs: NOW }));
+
 function rep(deviceId: string, success: boolean, over: Partial<ReportRecord> = {}): ReportRecord {
   return { deviceId, previousHash: H(1), newHash: H(2), success, rollbackReason: success ? '' : 'boot failed', timestamp: 123, receivedAtMs: NOW, ...over };
 }
@@ -97,16 +100,34 @@ for (const engine of ENGINES) {
         rep('h3', false, { newHash: T, receivedAtMs: at(1) }),
         rep('h4', true, { newHash: H(8), receivedAtMs: at(30) }),
       ]);
+      await q.recordOffers(db, offers(T, ['h1', 'h2', 'h3', 'h4']));
       const [all, late, none] = await q.rolloutHealth(db, [{ targetHash: T, sinceMs: NOW }, { targetHash: T, sinceMs: NOW + 5000 }, { targetHash: H(99), sinceMs: 0 }]);
       t.same(all, { targetHash: T, success: 1, failure: 2 }, 'h1 recovered, h2 failed last, h3 failed');
       t.same(late, { targetHash: T, success: 1, failure: 1 }, 'since +5 s: h1 success at 10, h2 failure at 20');
       t.same(none, { targetHash: H(99), success: 0, failure: 0 });
     });
 
+    await t.test('rollout health counts only devices offered the target from the version they report leaving', async (t) => {
+      const T = H(10);
+      await q.recordOffers(db, [...offers(T, ['o1', 'o2']), ...offers(H(11), ['o3']), ...offers(T, ['o4'], H(3))]);
+      await q.writeBatch(db, [], [
+        rep('o1', false, { newHash: T }), // offered T from H(1): counts
+        rep('o2', true, { newHash: T }), // likewise
+        rep('o3', false, { newHash: T }), // offered another target only
+        rep('o4', false, { newHash: T }), // offered T from H(3), claims to leave H(1)
+        rep('o5', false, { newHash: T }), // never offered anything
+      ]);
+      t.same(await q.rolloutHealth(db, [{ targetHash: T, sinceMs: NOW }]), [{ targetHash: T, success: 1, failure: 1 }]);
+      // A later offer from another version replaces the earlier one of the same target.
+      await q.recordOffers(db, offers(T, ['o1'], H(4)));
+      t.same(await q.rolloutHealth(db, [{ targetHash: T, sinceMs: NOW }]), [{ targetHash: T, success: 1, failure: 0 }]);
+    });
+
     await t.test('rollout health counts to the millisecond, within the second of the start', async (t) => {
       const T = H(9);
       // A rollout that started half way through a second.
       const start = NOW + 60_500;
+      await q.recordOffers(db, offers(T, ['m1', 'm2', 'm3', 'm4', 'm5', 'm6']));
       await q.writeBatch(db, [], [
         rep('m1', false, { newHash: T, receivedAtMs: start - 100 }), // the same second, before: not counted
         rep('m2', false, { newHash: T, receivedAtMs: start }),
@@ -122,7 +143,8 @@ for (const engine of ENGINES) {
 
     await t.test('retention deletes devices not seen and reports received before the limits', async (t) => {
       const removed = await q.prune(db, NOW / 1000 - 3 * 3600, NOW / 1000 + 15);
-      t.same(removed, { devices: 2, reports: 55 + 4 }, 'p-~ and p-aa, seen 4 h and 5 h ago; the reports received before +15 s');
+      t.same(removed, { devices: 2, reports: 55 + 4 + 5 }, 'p-~ and p-aa, seen 4 h and 5 h ago; the reports received before +15 s');
+      t.same(await db.selectFrom('rollout_offers').select('device_id').execute(), [], 'and the offers made before +15 s, which no kept report can need');
       t.equal((await q.listDevices(db, { limit: 1000 })).devices.length, 7);
       t.same(await q.prune(db, undefined, undefined), { devices: 0, reports: 0 }, '0 keeps all');
       const counts = await q.versionCounts(db);
