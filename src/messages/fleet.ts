@@ -133,6 +133,16 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   preauthorize(devices: readonly PreauthorizedDevice[]): Promise<{ added: number; device_ids: string[] }>;
   /** Forgets the device (inventory, reports, key binding) and revokes its tokens; false when unknown. */
   deleteDevice(deviceId: string): Promise<boolean>;
+  /** Rejects or deletes the live pending enrollments the filter names; the ids, in id order. */
+  settlePending(action: 'reject' | 'delete', filter: PendingFilter): Promise<string[]>;
+}
+
+/** Which pending enrollments a bulk reject or delete takes (`POST /admin/devices/reject|delete`). */
+export interface PendingFilter {
+  /** Only those that first asked at or after this Unix second. */
+  readonly createdSince?: number;
+  /** Only ids that begin with this text. */
+  readonly idPrefix?: string;
 }
 
 export interface PreauthorizedDevice {
@@ -160,4 +170,5 @@ export const FLEET_DEADLINES_MS = {
   setDeviceState: 10_000,
   preauthorize: 60_000,
   deleteDevice: 10_000,
+  settlePending: 60_000,
 } as const satisfies Deadlines<FleetApi>;
