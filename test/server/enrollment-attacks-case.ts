@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { Engine } from '../../src/shared/database/schema.js';
 import { adminCall } from '../helpers/admin.js';
 import { ageRows } from '../helpers/age-rows.js';
@@ -16,31 +16,39 @@ import { firmware, makeFixture } from '../helpers/fixture.js';
 const PENDING_TTL_S = 24 * 3600;
 const FULL = 4;
 
-export function enrollmentAttacksCase(engine: Engine): void {
-  t.test(`${engine}: enrollment cannot be locked, squatted or fed hostile ids`, async (t) => {
-    const fixture = await makeFixture('updater-enroll-');
-    const database = await createTestDatabase(engine, fixture.dir);
-    t.teardown(async () => {
-      await database.drop();
-      await fixture.cleanup();
-    });
-    const v1 = await fixture.writeBinary('v1.bin', firmware(5_000, `enroll-${engine}`));
-    const { server, client, stop } = await startCoapTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: v1.path }], {
-      database: database.location,
-      devices: { auth: 'on', enrollment: 'manual', max_pending: FULL, pending_ttl: '24h' },
-    });
-    t.teardown(stop);
-    const url = server.url;
-    const age = (ids: string[], seconds: number) => ageRows(engine, database.location, { table: 'device_identities', column: 'created_at' }, ids, seconds);
-    const pendingIds = async () => (await adminCall(url, 'GET', '/admin/devices?auth_state=pending&limit=1000')).json.devices.map((d: any) => d.device_id);
-    const viaHttp = async (device: TestDevice) => {
+/** A server of its own (so that each rule's test fails for its own reason), and what the tests play with. */
+async function enrollmentServer(t: Test, engine: Engine, maxPending: number) {
+  const fixture = await makeFixture('updater-enroll-');
+  const database = await createTestDatabase(engine, fixture.dir);
+  t.teardown(async () => {
+    await database.drop();
+    await fixture.cleanup();
+  });
+  const v1 = await fixture.writeBinary('v1.bin', firmware(5_000, `enroll-${engine}`));
+  const { server, client, stop } = await startCoapTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: v1.path }], {
+    database: database.location,
+    devices: { auth: 'on', enrollment: 'manual', max_pending: maxPending, pending_ttl: '24h' },
+  });
+  t.teardown(stop);
+  const url = server.url;
+  return {
+    url,
+    age: (ids: string[], seconds: number) => ageRows(engine, database.location, { table: 'device_identities', column: 'created_at' }, ids, seconds),
+    pendingIds: async () => (await adminCall(url, 'GET', '/admin/devices?auth_state=pending&limit=1000')).json.devices.map((d: any) => d.device_id),
+    viaHttp: async (device: TestDevice) => {
       const answer = await authHttp(url, device.request());
       return `${answer.status} ${answer.json?.error?.code ?? answer.json?.state ?? 'token'}`;
-    };
-    const viaCoap = async (device: TestDevice) => {
+    },
+    viaCoap: async (device: TestDevice) => {
       const answer = await authCoap(client, device.request());
       return `${answer.code} ${answer.code === '2.05' ? (answer.answer?.state ?? 'token') : answer.diagnostic.split(':')[0]}`;
-    };
+    },
+  };
+}
+
+export function enrollmentAttacksCase(engine: Engine): void {
+  t.test(`${engine}: enrollment cannot be locked for good`, async (t) => {
+    const { age, pendingIds, viaHttp, viaCoap } = await enrollmentServer(t, engine, FULL);
 
     await t.test('item 4: an anonymous burst keeps genuine devices out only until pending_ttl', async (t) => {
       const burst = ['flood-0', 'flood-1', 'flood-2', 'flood-3'];
@@ -55,6 +63,10 @@ export function enrollmentAttacksCase(engine: Engine): void {
       t.equal(await viaCoap(new TestDevice('gen-2')), '2.05 pending', 'and over CoAP');
       t.same(await pendingIds(), ['gen-1', 'gen-2'], 'expired entries are not listed as pending');
     });
+  });
+
+  t.test(`${engine}: enrollment cannot be squatted or fed hostile ids; any id can be rejected`, async (t) => {
+    const { url, age, pendingIds, viaHttp, viaCoap } = await enrollmentServer(t, engine, 100);
 
     await t.test('item 4: an id squatted with an attacker\'s key is the genuine device\'s again once the squat expires', async (t) => {
       const real7 = new TestDevice('cam-7');
@@ -68,32 +80,6 @@ export function enrollmentAttacksCase(engine: Engine): void {
       t.equal(await viaCoap(real8), '2.05 pending', 'and cam-8 (CoAP)');
       const listed = (await adminCall(url, 'GET', '/admin/devices?auth_state=pending')).json.devices;
       t.same(listed.filter((d: any) => d.device_id.startsWith('cam-')).map((d: any) => d.public_key), [real7.request().publicKey, real8.request().publicKey], 'each waits with the genuine key');
-    });
-
-    await t.test('item 4: operators delete or reject pending enrollments in bulk, by filter', async (t) => {
-      t.equal(await viaHttp(new TestDevice('gen-3')), '429 DEVICE_PENDING_FULL', 'full: gen-1, gen-2, cam-7, cam-8');
-      t.equal((await adminCall(url, 'POST', '/admin/devices/delete', {})).status, 400, 'no filter: 400');
-      const sweepAll = await adminCall(url, 'POST', '/admin/devices/delete', { filter: { auth_state: 'accepted' } });
-      t.equal(sweepAll.json?.error?.code, 'INVALID_FIELD', 'only pending enrollments are settled in bulk');
-      const deleted = await adminCall(url, 'POST', '/admin/devices/delete', { filter: { auth_state: 'pending', id_prefix: 'cam-' } });
-      t.equal(deleted.status, 200);
-      t.same(deleted.json, { deleted: 2, device_ids: ['cam-7', 'cam-8'] });
-      t.same(await pendingIds(), ['gen-1', 'gen-2'], 'the rest still wait');
-      t.equal(await viaHttp(new TestDevice('gen-3')), '202 pending', 'there is room again');
-      t.equal(await viaHttp(new TestDevice('cam-7')), '202 pending', 'a deleted enrollment\'s id enrolls anew, with any key');
-
-      // gen-1 asked two hours ago: a reject of those that came within the last hour leaves it.
-      await age(['gen-1'], 2 * 3600);
-      const rejected = await adminCall(url, 'POST', '/admin/devices/reject', { filter: { auth_state: 'pending', first_seen_within: '1h', id_prefix: 'gen-' } });
-      t.equal(rejected.status, 200);
-      t.same(rejected.json, { rejected: 2, device_ids: ['gen-2', 'gen-3'] });
-      t.equal(await viaHttp(new TestDevice('gen-2')), '403 DEVICE_NOT_ACCEPTED', 'a rejected id is refused (HTTP)');
-      t.equal(await viaCoap(new TestDevice('gen-3')), '4.03 DEVICE_NOT_ACCEPTED', 'and over CoAP');
-      t.same(await pendingIds(), ['cam-7', 'gen-1']);
-
-      const audit = (await adminCall(url, 'GET', '/admin/audit?limit=20')).json.entries;
-      const rows = audit.filter((e: any) => e.path === '/admin/devices/reject' || e.path === '/admin/devices/delete').map((e: any) => `${e.method} ${e.path} ${e.status} ${e.detail}`);
-      t.match(rows, [/^POST \/admin\/devices\/reject 200 rejected 2 pending devices/, /^POST \/admin\/devices\/delete 200 deleted 2 pending devices/], 'each bulk call has its audit row, newest first');
     });
 
     await t.test('item 4: preauthorizing an id replaces a squatter\'s pending claim on it', async (t) => {
@@ -121,7 +107,7 @@ export function enrollmentAttacksCase(engine: Engine): void {
     });
 
     await t.test('item 7: enrollment refuses ".", ".." and ids with control characters, as the heartbeat does', async (t) => {
-      await adminCall(url, 'POST', '/admin/devices/delete', { filter: { auth_state: 'pending' } });
+      const before = await pendingIds();
       for (const id of ['.', '..', 'a\u0000b', 'line\nbreak', 'tab\there', 'del\u007f', 'c1\u0085', 'sep\u2028x']) {
         // Escaped: a raw line separator in an assertion's name would break the TAP stream.
         const name = id.replace(/[^\x21-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
@@ -131,9 +117,40 @@ export function enrollmentAttacksCase(engine: Engine): void {
         const pre = await adminCall(url, 'POST', '/admin/devices/preauthorize', { devices: [{ device_id: id, public_key: 'ab'.repeat(32) }] });
         t.equal(pre.json?.error?.code, 'INVALID_FIELD', `preauthorize ${name}`);
       }
-      t.same(await pendingIds(), [], 'none of them was stored');
+      t.same(await pendingIds(), before, 'none of them was stored');
       t.equal(await viaHttp(new TestDevice('...')), '202 pending', 'dots within an id are fine');
       t.equal(await viaCoap(new TestDevice('a.b')), '2.05 pending');
+    });
+  });
+
+  t.test(`${engine}: operators settle pending enrollments in bulk`, async (t) => {
+    const { url, age, pendingIds, viaHttp, viaCoap } = await enrollmentServer(t, engine, FULL);
+
+    await t.test('item 4: operators delete or reject pending enrollments in bulk, by filter', async (t) => {
+      for (const id of ['gen-1', 'gen-2', 'cam-7', 'cam-8']) t.equal(await viaHttp(new TestDevice(id)), '202 pending', `${id} waits`);
+      t.equal(await viaHttp(new TestDevice('gen-3')), '429 DEVICE_PENDING_FULL', 'full: gen-1, gen-2, cam-7, cam-8 wait');
+      t.equal((await adminCall(url, 'POST', '/admin/devices/delete', {})).status, 400, 'no filter: 400');
+      const sweepAll = await adminCall(url, 'POST', '/admin/devices/delete', { filter: { auth_state: 'accepted' } });
+      t.equal(sweepAll.json?.error?.code, 'INVALID_FIELD', 'only pending enrollments are settled in bulk');
+      const deleted = await adminCall(url, 'POST', '/admin/devices/delete', { filter: { auth_state: 'pending', id_prefix: 'cam-' } });
+      t.equal(deleted.status, 200);
+      t.same(deleted.json, { deleted: 2, device_ids: ['cam-7', 'cam-8'] });
+      t.same(await pendingIds(), ['gen-1', 'gen-2'], 'the rest still wait');
+      t.equal(await viaHttp(new TestDevice('gen-3')), '202 pending', 'there is room again');
+      t.equal(await viaHttp(new TestDevice('cam-7')), '202 pending', 'a deleted enrollment\'s id enrolls anew, with any key');
+
+      // gen-1 asked two hours ago: a reject of those that came within the last hour leaves it.
+      await age(['gen-1'], 2 * 3600);
+      const rejected = await adminCall(url, 'POST', '/admin/devices/reject', { filter: { auth_state: 'pending', first_seen_within: '1h', id_prefix: 'gen-' } });
+      t.equal(rejected.status, 200);
+      t.same(rejected.json, { rejected: 2, device_ids: ['gen-2', 'gen-3'] });
+      t.equal(await viaHttp(new TestDevice('gen-2')), '403 DEVICE_NOT_ACCEPTED', 'a rejected id is refused (HTTP)');
+      t.equal(await viaCoap(new TestDevice('gen-3')), '4.03 DEVICE_NOT_ACCEPTED', 'and over CoAP');
+      t.same(await pendingIds(), ['cam-7', 'gen-1']);
+
+      const audit = (await adminCall(url, 'GET', '/admin/audit?limit=20')).json.entries;
+      const rows = audit.filter((e: any) => e.path === '/admin/devices/reject' || e.path === '/admin/devices/delete').map((e: any) => `${e.method} ${e.path} ${e.status} ${e.detail}`);
+      t.match(rows, [/^POST \/admin\/devices\/reject 200 rejected 2 pending devices/, /^POST \/admin\/devices\/delete 200 deleted 2 pending devices/], 'each bulk call has its audit row, newest first');
     });
   });
 }
