@@ -13,7 +13,8 @@ import { TrustState } from './trust.js';
 import { devicePendingEvent } from './webhooks/device-events.js';
 
 // The fleet actor's half of device identity: enrollment decisions and token issuing for POST
-// /auth, the operator's accept / reject / preauthorize / delete, and the trust (token key and
+// /auth (pending entries expire after devices.pending_ttl), the operator's accept / reject /
+// preauthorize / delete and bulk settling of pending devices, and the trust (token key and
 // revocations) every front-end checks tokens with.
 //
 //   front-end ─authenticate─▶ identities (replay, binding, state) ─▶ token (MAC key)
