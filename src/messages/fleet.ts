@@ -143,11 +143,21 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   authenticate(request: AuthRequest): Promise<AuthOutcome>;
   /** The token key and revocations; waits (up to 20 s) while `knownVersion` is still current. */
   deviceTrust(knownVersion: string): Promise<DeviceTrust>;
-  /** Operator accept or reject; DEVICE_NOT_FOUND for an unknown device. */
+  /** Operator accept or reject; any id can be rejected, accept is DEVICE_NOT_FOUND for an id with no identity. */
   setDeviceState(deviceId: string, action: 'accept' | 'reject'): Promise<DeviceView>;
   preauthorize(devices: readonly PreauthorizedDevice[]): Promise<{ added: number; device_ids: string[] }>;
-  /** Forgets the device (inventory, reports, key binding) and revokes its tokens; false when unknown. */
+  /** Forgets the device (inventory, reports, key binding; a rejection stays) and revokes its tokens; false when unknown. */
   deleteDevice(deviceId: string): Promise<boolean>;
+  /** Rejects or deletes the live pending enrollments the filter names; the ids, in id order. */
+  settlePending(action: 'reject' | 'delete', filter: PendingFilter): Promise<string[]>;
+}
+
+/** Which pending enrollments a bulk reject or delete takes (`POST /admin/devices/reject|delete`). */
+export interface PendingFilter {
+  /** Only those that first asked at or after this Unix second. */
+  readonly createdSince?: number;
+  /** Only ids that begin with this text. */
+  readonly idPrefix?: string;
 }
 
 export interface PreauthorizedDevice {
@@ -177,4 +187,5 @@ export const FLEET_DEADLINES_MS = {
   setDeviceState: 10_000,
   preauthorize: 60_000,
   deleteDevice: 10_000,
+  settlePending: 60_000,
 } as const satisfies Deadlines<FleetApi>;

@@ -56,6 +56,8 @@ export const ADMIN_ROUTE_ROLES: readonly RouteRole[] = [
   { method: 'POST', path: '/admin/devices/:id/accept', role: 'operate' },
   { method: 'POST', path: '/admin/devices/:id/reject', role: 'operate' },
   { method: 'POST', path: '/admin/devices/preauthorize', role: 'operate' },
+  { method: 'POST', path: '/admin/devices/reject', role: 'operate' },
+  { method: 'POST', path: '/admin/devices/delete', role: 'operate' },
   { method: 'DELETE', path: '/admin/devices/:id', role: 'operate' },
 ];
 

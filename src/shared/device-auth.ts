@@ -1,6 +1,7 @@
 import { createPublicKey, verify } from 'node:crypto';
 import * as ed from '@noble/ed25519';
 import { UpdaterError } from './errors.js';
+import { deviceIdField } from './wire/validate.js';
 import './signing.js'; // installs the SHA-512 that @noble/ed25519's synchronous API needs
 
 // The device auth request (POST /auth, docs/protocol.md): one signed statement "I, the holder of
@@ -11,7 +12,6 @@ import './signing.js'; // installs the SHA-512 that @noble/ed25519's synchronous
 export const DEVICE_AUTH_CONTEXT = 'updater-device-auth:v1';
 /** How far a request's timestamp may be from the server's clock, either way. */
 export const AUTH_CLOCK_WINDOW_S = 300;
-const MAX_DEVICE_ID = 128;
 
 export interface AuthRequest {
   readonly deviceId: string;
@@ -57,10 +57,7 @@ export function authSignatureValid(request: AuthRequest): boolean {
  * DEVICE_AUTH_FAILED). What it cannot check alone (replay, key binding, state) is the fleet's.
  */
 export function verifyAuthRequest(fields: Record<string, unknown>, nowSeconds: number): AuthRequest {
-  const deviceId = fields.device_id;
-  if (typeof deviceId !== 'string' || deviceId.length === 0 || deviceId.length > MAX_DEVICE_ID) {
-    throw new UpdaterError('INVALID_FIELD', `device_id must be a string of 1 to ${MAX_DEVICE_ID} characters`, { field: 'device_id' });
-  }
+  const deviceId = deviceIdField(fields.device_id);
   const publicKey = fields.public_key;
   if (typeof publicKey !== 'string' || !/^[0-9a-f]{64}$/.test(publicKey)) {
     throw new UpdaterError('INVALID_FIELD', 'public_key must be 64 lowercase hex characters (an Ed25519 public key)', { field: 'public_key' });

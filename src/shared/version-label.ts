@@ -8,7 +8,7 @@
 export const MAX_VERSION_LABEL_LENGTH = 128;
 
 /** Unicode control characters (C0, DEL, C1) and the line and paragraph separators. */
-const NOT_PRINTABLE = /[\p{Cc}\u2028\u2029]/u;
+export const NOT_PRINTABLE = /[\p{Cc}\u2028\u2029]/u;
 
 /** Why the value is not a usable version label, or undefined when it is one. */
 export function versionLabelProblem(value: unknown): string | undefined {

@@ -7,7 +7,7 @@ import { startTestServer } from '../helpers/server.js';
 
 // The console's enrollment page in Debian's Chromium: two devices wait with their keys, the
 // operator accepts one and rejects the other, and the device page shows the state and the
-// key's fingerprint.
+// key's fingerprint; then a burst of pending devices is deleted with one bulk action.
 
 t.setTimeout(300_000);
 
@@ -48,6 +48,17 @@ t.test('an operator accepts and rejects pending devices in the console', async (
     (await adminCall(server.url, 'GET', '/admin/devices/factory-0002')).json.auth_state,
   ], (states) => states[0] === 'accepted' && states[1] === 'rejected', 5_000);
   t.equal((await authHttp(server.url, good.request())).status, 200, 'the accepted device gets its token');
+
+  // A burst: every pending device whose id begins with "burst-" goes in one action.
+  for (const id of ['burst-1', 'burst-2', 'keep-1']) t.equal((await authHttp(server.url, new TestDevice(id).request())).status, 202);
+  await page.reload();
+  await page.getByRole('row', { name: /burst-2/ }).waitFor();
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.getByLabel('Id prefix (empty: all)').fill('burst-');
+  await page.getByRole('button', { name: 'Delete all pending' }).click();
+  await page.getByText('2 pending devices deleted.').waitFor();
+  await page.getByRole('row', { name: /burst-1/ }).waitFor({ state: 'detached' });
+  t.same((await adminCall(server.url, 'GET', '/admin/devices?auth_state=pending')).json.devices.map((d: any) => d.device_id), ['keep-1'], 'the bulk delete took the burst only');
 
   await page.goto(`${server.url}/console/#/devices/factory-0001`);
   await page.getByRole('heading', { name: 'factory-0001' }).waitFor();

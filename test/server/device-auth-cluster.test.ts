@@ -7,7 +7,7 @@ import { firmware } from '../helpers/fixture.js';
 // Two replicas on one PostgreSQL database with devices.auth on: a token issued by one is good
 // on the other (the MAC key lives in the database), and a reject on one is refused by the
 // other within 5 s (revocations are read from the database every 2 s and pushed to the
-// front-ends).
+// front-ends); an id rejected before its first request stays refused on both, past a delete.
 
 t.setTimeout(600_000);
 
@@ -31,4 +31,11 @@ t.test('a token works on every replica, and a reject on one is refused on the ot
   await eventually('replica b refuses the token', () => heartbeatHttp(b.url, token, 'roamer', v1.hash), (r) => r.status === 401, 5_000);
   t.comment(`replica b refused the rejected device's token ${Date.now() - rejectedAt} ms after the reject on replica a`);
   t.equal((await heartbeatHttp(a.url, token, 'roamer', v1.hash)).status, 401, 'replica a refuses it too');
+
+  // Issue 36, item 6: an id never seen is rejected on one replica and refused by the other.
+  t.equal((await adminCall(a.url, 'POST', '/admin/devices/ghost/reject')).status, 200, 'replica a rejects an id it never saw');
+  const ghost = await authHttp(b.url, new TestDevice('ghost').request());
+  t.same([ghost.status, ghost.json?.error?.code], [403, 'DEVICE_NOT_ACCEPTED'], 'replica b refuses it, under open enrollment');
+  t.equal((await adminCall(b.url, 'DELETE', '/admin/devices/ghost')).status, 200);
+  t.equal((await authHttp(a.url, new TestDevice('ghost').request())).status, 403, 'a delete on replica b does not lift the rejection');
 });

@@ -7,6 +7,7 @@ import { heartbeatBody, heartbeatHttp, reportBody, TestDevice, tokenHttp } from 
 import { firmware, freePort, makeFixture } from '../helpers/fixture.js';
 import { postJson } from '../helpers/http.js';
 import { configDocument, spawnServer, writeConfig } from '../helpers/server.js';
+import { ageRows } from '../helpers/age-rows.js';
 import { needs } from '../helpers/system-tools.js';
 import { httpsRequest, makeClientCertificate, makeTestPki, type ClientCertificate } from '../helpers/tls.js';
 
@@ -40,8 +41,8 @@ t.test('device certificates stand in for the token on listen.https', needs('open
     await server.exited;
   });
   const httpsUrl = `https://127.0.0.1:${httpsPort}`;
-  const [cert1, cert2, foreign] = await Promise.all([
-    makeClientCertificate(pki, 'cert-1'), makeClientCertificate(pki, 'cert-2'), makeClientCertificate(pki, 'cert-1', 'other'),
+  const [cert1, cert2, cert3, foreign] = await Promise.all([
+    makeClientCertificate(pki, 'cert-1'), makeClientCertificate(pki, 'cert-2'), makeClientCertificate(pki, 'cert-3'), makeClientCertificate(pki, 'cert-1', 'other'),
   ]);
   const json = (body: unknown) => ({ 'content-type': 'application/json', body: JSON.stringify(body) });
   const post = (path: string, body: unknown, client?: ClientCertificate, headers: Record<string, string> = {}) => {
@@ -130,5 +131,23 @@ t.test('device certificates stand in for the token on listen.https', needs('open
     t.equal((await post('/heartbeat', heartbeatBody('cert-2', v1.hash), cert2)).status, 200, 'another device\'s certificate still works');
     t.equal((await adminCall(url, 'POST', '/admin/devices/cert-1/accept')).status, 200);
     t.equal((await post('/heartbeat', heartbeatBody('cert-1', v1.hash), cert1)).status, 200, 'accepted again: 200');
+  });
+
+  await t.test('a certificate is rejected before its first request, and the rejection outlives a delete and token_ttl', async (t) => {
+    const beat = (id: string, cert: ClientCertificate) => post('/heartbeat', heartbeatBody(id, v1.hash), cert).then((a) => a.status);
+    const rejected = await adminCall(url, 'POST', '/admin/devices/cert-3/reject');
+    t.equal(rejected.status, 200, 'cert-3 never came, and is rejected all the same');
+    t.equal(await beat('cert-3', cert3), 401, 'its certificate is refused at once');
+    t.equal((await adminCall(url, 'DELETE', '/admin/devices/cert-3')).status, 200);
+    t.equal((await adminCall(url, 'DELETE', '/admin/devices/cert-2')).status, 200, 'cert-2, never rejected, is deleted too');
+    t.equal(await beat('cert-2', cert2), 401, 'a deleted certificate is refused while tokens issued before the delete could live');
+    // token_ttl (24h) passes for both revocations; the fleet reads them again every 2 s.
+    const db = join(fixture.dir, 'store', 'updater.db');
+    t.equal(await ageRows('sqlite', db, { table: 'device_revocations', column: 'revoked_at' }, ['cert-2', 'cert-3'], 86_400 + 1), 2);
+    await eventually('cert-2 is let in again as a new device', () => beat('cert-2', cert2), (status) => status === 200, 15_000);
+    t.equal(await beat('cert-3', cert3), 401, 'the rejected cert-3 stays out');
+    t.equal((await adminCall(url, 'GET', '/admin/devices/cert-3')).json.auth_state, 'rejected');
+    t.equal((await adminCall(url, 'POST', '/admin/devices/cert-3/accept')).status, 200);
+    t.equal(await beat('cert-3', cert3), 200, 'until an operator accepts it');
   });
 });

@@ -8,7 +8,9 @@ import type { DevicePage } from '../types.js';
 import { Freshness, Heading, TableBox } from './common.js';
 
 // Devices waiting for an operator (devices.enrollment: manual): each with the fingerprint of
-// the key it came with, to compare with what the factory recorded, and Accept / Reject.
+// the key it came with, to compare with what the factory recorded, and Accept / Reject. After
+// an anonymous burst, Delete or Reject every pending device (or those whose id begins with a
+// prefix) in one call rather than one row at a time (POST /admin/devices/delete|reject).
 
 export function EnrollmentView() {
   const polled = usePoll(() => get<DevicePage>('/admin/devices?auth_state=pending&limit=1000'), 'enrollment:pending');
@@ -19,6 +21,20 @@ export function EnrollmentView() {
       setMessage(`${id} ${action === 'accept' ? 'accepted' : 'rejected'}.`);
     } catch (err) {
       setMessage(`${id}: ${(err as ApiError).message}`);
+    }
+    polled.reload();
+  };
+  const [prefix, setPrefix] = useState('');
+  const settle = async (action: 'delete' | 'reject') => {
+    const which = prefix === '' ? 'every pending device' : `every pending device whose id begins with "${prefix}"`;
+    const consequence = action === 'delete' ? 'Their ids may enroll again.' : 'Their ids stay refused until accepted.';
+    if (!confirm(`${action === 'delete' ? 'Delete' : 'Reject'} ${which}? ${consequence}`)) return;
+    try {
+      const filter = prefix === '' ? { auth_state: 'pending' } : { auth_state: 'pending', id_prefix: prefix };
+      const done = await post<{ deleted?: number; rejected?: number }>(`/admin/devices/${action}`, { filter });
+      setMessage(`${action === 'delete' ? `${done.deleted} pending devices deleted` : `${done.rejected} pending devices rejected`}.`);
+    } catch (err) {
+      setMessage((err as ApiError).message);
     }
     polled.reload();
   };
@@ -44,5 +60,10 @@ export function EnrollmentView() {
               </td>
             </tr>`)}</tbody>
         </table>
-      </${TableBox}>` : null}`;
+      </${TableBox}>
+      <form class="bulk" onSubmit=${(e: Event) => e.preventDefault()}>
+        <label>Id prefix (empty: all) <input value=${prefix} onInput=${(e: Event) => setPrefix((e.target as HTMLInputElement).value)} /></label>
+        <button type="button" onClick=${() => settle('delete')}>Delete all pending</button>
+        <button type="button" class="danger" onClick=${() => settle('reject')}>Reject all pending</button>
+      </form>` : null}`;
 }

@@ -7,12 +7,14 @@ import { UpdaterError } from '../../shared/errors.js';
 import type { WebhookEvent } from '../../shared/webhooks/events.js';
 import type { ActorContext } from '../runtime.js';
 import { deviceView } from './fleet-queries.js';
+import { deletePending, rejectPending } from './identity-bulk.js';
 import * as ids from './identities.js';
 import { TrustState } from './trust.js';
 import { devicePendingEvent } from './webhooks/device-events.js';
 
 // The fleet actor's half of device identity: enrollment decisions and token issuing for POST
-// /auth, the operator's accept / reject / preauthorize / delete, and the trust (token key and
+// /auth (pending entries expire after devices.pending_ttl), the operator's accept / reject /
+// preauthorize / delete and bulk settling of pending devices, and the trust (token key and
 // revocations) every front-end checks tokens with.
 //
 //   front-end ─authenticate─▶ identities (replay, binding, state) ─▶ token (MAC key)
@@ -30,7 +32,7 @@ export const PENDING_RETRY_AFTER_S = 60;
 type Every = (ms: number, what: string, fn: () => Promise<void>) => void;
 /** Webhooks.record: events into the outbox, within the given transaction. */
 type RecordEvents = (events: readonly WebhookEvent[], into: Kysely<Database>) => Promise<void>;
-type IdentityApi = Pick<FleetApi, 'authenticate' | 'deviceTrust' | 'setDeviceState' | 'preauthorize' | 'deleteDevice'>;
+type IdentityApi = Pick<FleetApi, 'authenticate' | 'deviceTrust' | 'setDeviceState' | 'preauthorize' | 'deleteDevice' | 'settlePending'>;
 type DeviceWithReports = DeviceView & { reports: ReportView[] };
 
 export interface DeviceIdentity {
@@ -54,12 +56,14 @@ export async function startDeviceIdentity(
   ctx: ActorContext, db: () => Kysely<Database>, every: Every, inventoryDevice: (id: string) => Promise<DeviceWithReports | null>,
   recordEvents: RecordEvents,
 ): Promise<DeviceIdentity> {
-  const { auth, enrollment, tokenTtlMs, maxPending } = ctx.config.devices;
+  const { auth, enrollment, tokenTtlMs, maxPending, pendingTtlMs } = ctx.config.devices;
   const ttl = Math.ceil(tokenTtlMs / 1000);
+  const policy: ids.EnrollmentPolicy = { enrollment, maxPending, pendingTtl: Math.ceil(pendingTtlMs / 1000) };
+  const livePendingSince = () => ids.pendingSince(policy, nowSeconds());
   const on = auth === 'on';
   const pending = new Gauge({ name: 'updater_devices_pending', help: 'Devices waiting for an operator to accept their key (devices.enrollment: manual)', registers: [ctx.registry] });
   const issued = new Counter({ name: 'updater_device_tokens_issued_total', help: 'Device tokens issued by POST /auth', registers: [ctx.registry] });
-  const countPending = async () => pending.set(await ids.pendingCount(db()));
+  const countPending = async () => pending.set(await ids.pendingCount(db(), livePendingSince()));
   // Identities are read and written with auth off too (an operator may preauthorize before
   // turning it on); the token key and the revocations only matter to checks, which need it on.
   const trust = on ? new TrustState(await ids.tokenKey(db())) : undefined;
@@ -72,6 +76,7 @@ export async function startDeviceIdentity(
   await countPending().catch(() => undefined);
   if (trust) every(REVOCATION_POLL_MS, 'device revocations', reload);
   every(PENDING_GAUGE_MS, 'pending devices gauge', async () => {
+    await ids.prunePending(db(), livePendingSince());
     await countPending();
     await ids.pruneRevocations(db(), nowSeconds() - ttl);
   });
@@ -88,7 +93,7 @@ export async function startDeviceIdentity(
     async authenticate(request) {
       if (!trust) throw new UpdaterError('NOT_FOUND', 'device authentication is off (devices.auth)');
       const now = nowSeconds();
-      const decision = await ids.authenticate(db(), request, enrollment, maxPending, now,
+      const decision = await ids.authenticate(db(), request, policy, now,
         (tx, first) => recordEvents([devicePendingEvent(first.deviceId, first.publicKey)], tx));
       if (decision === 'pending') {
         await countPending();
@@ -123,6 +128,16 @@ export async function startDeviceIdentity(
       await countPending();
       return true;
     },
+    async settlePending(action, filter) {
+      const now = nowSeconds();
+      const settled = action === 'reject'
+        ? await rejectPending(db(), filter, ids.pendingSince(policy, now), now)
+        : await deletePending(db(), filter, ids.pendingSince(policy, now));
+      // Rejected ids' certificates are refused from now on, here at once (other replicas at their next poll).
+      if (action === 'reject' && settled.length > 0) await reload();
+      await countPending();
+      return settled;
+    },
   };
 
   return {
@@ -135,7 +150,7 @@ export async function startDeviceIdentity(
       return ids.listByAuthState(db(), { ...query, authState: query.authState }, async (list) => {
         const rows = list.length === 0 ? [] : await db().selectFrom('devices').selectAll().where('device_id', 'in', list).execute();
         return new Map(rows.map((r) => [r.device_id, deviceView(r)]));
-      });
+      }, livePendingSince());
     },
     device: viewOf,
     recordable(deviceId, receivedAtMs) {

@@ -15,6 +15,20 @@ type IdentityRow = Selectable<DeviceIdentitiesTable>;
 
 export type Enrollment = 'open' | 'manual' | 'preauthorized';
 
+/** devices.enrollment, max_pending and pending_ttl (seconds). */
+export interface EnrollmentPolicy {
+  readonly enrollment: Enrollment;
+  readonly maxPending: number;
+  readonly pendingTtl: number;
+}
+
+/**
+ * The oldest created_at of a pending enrollment that still holds: one older has expired. An
+ * expired one counts toward nothing and binds nothing, so an anonymous burst (or a squatter's
+ * claim on a real device's id) lasts pending_ttl, not for ever.
+ */
+export const pendingSince = (policy: EnrollmentPolicy, now: number) => now - policy.pendingTtl;
+
 /** What a successful auth request leads to, before a token is minted. */
 export type AuthDecision = 'accepted' | 'pending';
 
@@ -66,9 +80,16 @@ async function revoke(db: Db, deviceId: string, now: number): Promise<void> {
     .onConflict((oc) => oc.column('id_hash').doUpdateSet({ revoked_at: now, device_id: deviceId })).execute();
 }
 
-export async function pendingCount(db: Db): Promise<number> {
-  const row = await db.selectFrom('device_identities').select((eb) => eb.fn.countAll<number>().as('n')).where('auth_state', '=', 'pending').executeTakeFirst();
+/** Pending enrollments that have not expired (created at or after `since`). */
+export async function pendingCount(db: Db, since: number): Promise<number> {
+  const row = await db.selectFrom('device_identities').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('auth_state', '=', 'pending').where('created_at', '>=', since).executeTakeFirst();
   return Number(row?.n ?? 0);
+}
+
+/** Deletes the expired pending enrollments (those created before `since`). */
+export async function prunePending(db: Db, since: number): Promise<void> {
+  await db.deleteFrom('device_identities').where('auth_state', '=', 'pending').where('created_at', '<', since).execute();
 }
 
 /**
@@ -77,10 +98,18 @@ export async function pendingCount(db: Db): Promise<number> {
  * two copies of one request racing each other cannot both pass.
  */
 export async function authenticate(
-  db: Db, request: AuthRequest, enrollment: Enrollment, maxPending: number, now: number, onNewPending: OnNewPending,
+  db: Db, request: AuthRequest, policy: EnrollmentPolicy, now: number, onNewPending: OnNewPending,
 ): Promise<AuthDecision> {
   const row = await db.selectFrom('device_identities').selectAll().where('device_id', '=', request.deviceId).executeTakeFirst();
-  if (!row) return enroll(db, request, enrollment, maxPending, now, onNewPending);
+  if (!row) return enroll(db, request, policy, now, onNewPending);
+  const since = pendingSince(policy, now);
+  if (row.auth_state === 'pending' && Number(row.created_at) < since) {
+    // Expired: as if it had never been. The condition keeps a row that became anything else
+    // (accepted, or pending afresh) since it was read.
+    await db.deleteFrom('device_identities').where('device_id', '=', request.deviceId)
+      .where('auth_state', '=', 'pending').where('created_at', '<', since).execute();
+    return enroll(db, request, policy, now, onNewPending);
+  }
   if (row.auth_state === 'rejected') throw new UpdaterError('DEVICE_NOT_ACCEPTED', 'the device was rejected by an operator');
   if (row.public_key !== request.publicKey) throw new UpdaterError('DEVICE_KEY_MISMATCH');
   if (request.timestamp <= Number(row.last_auth_at)) {
@@ -98,10 +127,11 @@ export async function authenticate(
   return state;
 }
 
-async function enroll(db: Db, request: AuthRequest, enrollment: Enrollment, maxPending: number, now: number, onNewPending: OnNewPending): Promise<AuthDecision> {
+async function enroll(db: Db, request: AuthRequest, policy: EnrollmentPolicy, now: number, onNewPending: OnNewPending): Promise<AuthDecision> {
+  const { enrollment, maxPending } = policy;
   if (enrollment === 'preauthorized') throw new UpdaterError('DEVICE_NOT_ACCEPTED', 'enrollment is preauthorized and no operator added this device');
   const state: AuthDecision = enrollment === 'open' ? 'accepted' : 'pending';
-  if (state === 'pending' && (await pendingCount(db)) >= maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
+  if (state === 'pending' && (await pendingCount(db, pendingSince(policy, now))) >= maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
   const inserted = await db.transaction().execute(async (tx) => {
     const row = await tx.insertInto('device_identities')
       .values({ device_id: request.deviceId, public_key: request.publicKey, auth_state: state, last_auth_at: request.timestamp, created_at: now, updated_at: now })
@@ -110,21 +140,22 @@ async function enroll(db: Db, request: AuthRequest, enrollment: Enrollment, maxP
     return row;
   });
   // Another request of the same id got in first (on this or another replica): decide against its row.
-  if (!inserted) return authenticate(db, request, enrollment, maxPending, now, onNewPending);
+  if (!inserted) return authenticate(db, request, policy, now, onNewPending);
   return state;
 }
 
-/** Accept or reject; false for an id neither authenticated nor in the inventory. A reject revokes. */
+/** Accept or reject; accept is false for an id with no identity. A reject revokes. */
 export async function setState(db: Db, deviceId: string, action: 'accept' | 'reject', now: number): Promise<boolean> {
   const state = action === 'accept' ? 'accepted' : 'rejected';
   return db.transaction().execute(async (tx) => {
     const updated = await tx.updateTable('device_identities').set({ auth_state: state, updated_at: now }).where('device_id', '=', deviceId).executeTakeFirst();
     if (Number(updated.numUpdatedRows) === 0) {
-      // A device known only from the inventory (seen while auth was off) can be rejected ahead of
-      // its first auth request; it binds no key, so any key it comes with is refused.
-      const known = await tx.selectFrom('devices').select('device_id').where('device_id', '=', deviceId).executeTakeFirst();
-      if (!known || action === 'accept') return false;
-      await tx.insertInto('device_identities').values({ device_id: deviceId, public_key: '', auth_state: 'rejected', last_auth_at: 0, created_at: now, updated_at: now }).execute();
+      if (action === 'accept') return false;
+      // Any id can be rejected ahead of its first request: one seen only while auth was off, a
+      // certificate's CN that never heartbeat, an id an attacker is expected to try. The row
+      // binds no key, so any key it comes with is refused, and its certificate is too.
+      await tx.insertInto('device_identities').values({ device_id: deviceId, public_key: '', auth_state: 'rejected', last_auth_at: 0, created_at: now, updated_at: now })
+        .onConflict((oc) => oc.column('device_id').doUpdateSet({ auth_state: 'rejected', updated_at: now })).execute();
     }
     if (action === 'reject') await revoke(tx, deviceId, now);
     return true;
@@ -132,8 +163,10 @@ export async function setState(db: Db, deviceId: string, action: 'accept' | 'rej
 }
 
 /**
- * Adds devices an operator vouches for. A device already pending with the same key becomes
- * preauthorized (its next request is accepted); any other existing id is left as it is.
+ * Adds devices an operator vouches for. A pending enrollment of the id becomes preauthorized
+ * with the operator's key (its next request is accepted): a pending claim with another key is
+ * nobody's word, perhaps a squatter's, and the operator's replaces it. An accepted or rejected
+ * id is left as it is (a delete or an accept comes first).
  */
 export async function preauthorize(db: Db, devices: readonly PreauthorizedDevice[], now: number): Promise<string[]> {
   const added: string[] = [];
@@ -149,23 +182,29 @@ export async function preauthorize(db: Db, devices: readonly PreauthorizedDevice
           .values(fresh.map((d) => ({ device_id: d.device_id, public_key: d.public_key, auth_state: 'preauthorized' as const, last_auth_at: 0, created_at: now, updated_at: now })))
           .execute();
       }
-      const waiting = chunk.filter((d) => existing.get(d.device_id)?.auth_state === 'pending' && existing.get(d.device_id)?.public_key === d.public_key).map((d) => d.device_id);
-      if (waiting.length > 0) {
-        await tx.updateTable('device_identities').set({ auth_state: 'preauthorized', updated_at: now }).where('device_id', 'in', waiting).where('auth_state', '=', 'pending').execute();
+      const waiting = chunk.filter((d) => existing.get(d.device_id)?.auth_state === 'pending');
+      for (const d of waiting) {
+        await tx.updateTable('device_identities').set({ auth_state: 'preauthorized', public_key: d.public_key, last_auth_at: 0, updated_at: now })
+          .where('device_id', '=', d.device_id).where('auth_state', '=', 'pending').execute();
       }
-      const taken = new Set([...fresh.map((d) => d.device_id), ...waiting]);
+      const taken = new Set([...fresh, ...waiting].map((d) => d.device_id));
       for (const id of ids) if (taken.has(id)) added.push(id);
     }
   });
   return added;
 }
 
-/** Forgets the device everywhere and revokes its tokens; false when nothing was known of it. */
+/**
+ * Forgets the device and revokes its tokens; false when nothing was known of it. A rejection
+ * is kept: it holds until an operator accepts the id, so a rejected certificate (whose CA
+ * still vouches for it) or a rejected key does not come back once its tokens would have expired.
+ */
 export async function deleteDevice(db: Db, deviceId: string, now: number): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
     const device = await tx.selectFrom('devices').select(['artifact', 'version_hash']).where('device_id', '=', deviceId).executeTakeFirst();
-    const identity = await tx.deleteFrom('device_identities').where('device_id', '=', deviceId).executeTakeFirst();
-    if (!device && Number(identity.numDeletedRows) === 0) return false;
+    const rejected = await tx.selectFrom('device_identities').select('device_id').where('device_id', '=', deviceId).where('auth_state', '=', 'rejected').executeTakeFirst();
+    const identity = await tx.deleteFrom('device_identities').where('device_id', '=', deviceId).where('auth_state', '!=', 'rejected').executeTakeFirst();
+    if (!device && !rejected && Number(identity.numDeletedRows) === 0) return false;
     if (device) {
       await tx.deleteFrom('devices').where('device_id', '=', deviceId).execute();
       await tx.updateTable('fleet_versions').set({ devices: sql`devices - 1` })
@@ -213,8 +252,11 @@ export async function withIdentities<V extends DeviceView>(db: Db, views: V[]): 
  * `GET /admin/devices?auth_state=…`: driven by the identities (a pending device has no inventory
  * record yet), each with its inventory record when it has one; the other filters apply to that.
  */
-export async function listByAuthState(db: Db, q: DeviceQuery & { authState: DeviceAuthState }, inventoryView: (ids: string[]) => Promise<Map<string, DeviceView>>): Promise<DevicePage> {
+export async function listByAuthState(
+  db: Db, q: DeviceQuery & { authState: DeviceAuthState }, inventoryView: (ids: string[]) => Promise<Map<string, DeviceView>>, livePendingSince: number,
+): Promise<DevicePage> {
   let query = db.selectFrom('device_identities').selectAll().where('auth_state', '=', q.authState).orderBy('device_id').limit(q.limit + 1);
+  if (q.authState === 'pending') query = query.where('created_at', '>=', livePendingSince);
   if (q.after !== undefined) query = query.where('device_id', '>', q.after);
   const inventoryFilters = q.artifact !== undefined || q.versionHash !== undefined || q.seenSince !== undefined || q.seenBefore !== undefined;
   if (inventoryFilters) {

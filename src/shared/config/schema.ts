@@ -196,6 +196,9 @@ export function configSchema(base: string) {
       }),
       tokenTtlMs: durationMs('token_ttl', { default: '24h', minMs: 60_000, meaning: 'how long a device token lives' }),
       maxPending: int('max_pending', { default: 10_000, min: 1, meaning: 'pending enrollments kept; beyond it a new device is refused with 429 / 4.29 `DEVICE_PENDING_FULL`' }),
+      pendingTtlMs: durationMs('pending_ttl', {
+        default: '24h', minMs: 60_000, meaning: 'how long a pending enrollment waits for an operator: past it, it no longer counts toward `max_pending` and the id enrolls anew, with any key ([operations.md](operations.md#enrolling-devices-devicesauth-on))',
+      }),
     }),
     defaultArtifact: optionalText('default_artifact', {
       shown: 'inferred with one track', meaning: 'track key answering heartbeats that name no artifact; required with several tracks',

@@ -2,6 +2,7 @@ import { parseTrackKey } from '../artifact-key.js';
 import { UpdaterError } from '../errors.js';
 import { assertSha256Hex, isSha256Hex } from '../hash.js';
 import { invalidField as fail, isRecord } from '../input.js';
+import { NOT_PRINTABLE } from '../version-label.js';
 
 // Validation of decoded device messages, shared by the JSON (HTTP) and CBOR (CoAP) codecs:
 // each codec maps its keys to these field names, then one set of rules applies.
@@ -79,6 +80,23 @@ function integer(value: unknown, field: string, required: boolean): number {
   return n;
 }
 
+/** Longest device id a device may send (and an operator may name). */
+export const MAX_DEVICE_ID = 128;
+
+/**
+ * The one rule for a device id where it enters (heartbeat, report, POST /auth over HTTP and
+ * CoAP, preauthorize): 1 to 128 characters, not "." or ".." (they read as paths in logs, URLs
+ * and the console), no control character or line separator (they forge log lines and console
+ * text). Refused with INVALID_FIELD naming `field`.
+ */
+export function deviceIdField(value: unknown, field = 'device_id'): string {
+  const id = text(value, field, MAX_DEVICE_ID, true);
+  if (id === '.' || id === '..') fail(field, 'must not be "." or ".."');
+  const bad = NOT_PRINTABLE.exec(id);
+  if (bad) fail(field, `must not contain a control character or line separator (found U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')} at index ${bad.index})`);
+  return id;
+}
+
 /** A field that must be sent, though it may be empty. */
 function present(value: unknown, field: string): void {
   if (value === undefined || value === null) fail(field, 'is required');
@@ -88,7 +106,7 @@ export function validateHeartbeat(body: unknown): Heartbeat {
   if (!isRecord(body)) throw new UpdaterError('MALFORMED_BODY', 'a heartbeat must be an object');
   const fields = body as HeartbeatFields;
   // Spec 2.1: every field but artifact is part of a heartbeat (docs/protocol.md, "Required fields").
-  const deviceId = text(fields.device_id, 'device_id', 128, true);
+  const deviceId = deviceIdField(fields.device_id);
   const versionHash = assertSha256Hex(fields.version_hash, 'version_hash');
   const timestamp = integer(fields.timestamp, 'timestamp', true);
   present(fields.version, 'version');
@@ -119,7 +137,7 @@ export function validateReport(body: unknown): UpdateReport {
   };
   if (typeof fields.success !== 'boolean') fail('success', 'must be true or false');
   return {
-    deviceId: text(fields.device_id, 'device_id', 128, true),
+    deviceId: deviceIdField(fields.device_id),
     previousHash: hash(fields.previous_hash, 'previous_hash'),
     newHash: assertSha256Hex(fields.new_hash, 'new_hash'),
     success: fields.success,
