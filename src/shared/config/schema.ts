@@ -183,6 +183,10 @@ export function configSchema(base: string) {
       }),
       deviceMaxAgeMs: durationMs('device_max_age', { default: '2160h', minMs: 1000, zeroMeansOff: true, meaning: 'a device not seen for this long is deleted by fleet retention; `0` keeps all' }),
       reportMaxAgeMs: durationMs('report_max_age', { default: '720h', minMs: 1000, zeroMeansOff: true, meaning: 'reports older than this are deleted; `0` keeps all' }),
+      reportBurst: int('report_burst', {
+        default: 10, min: 0, max: 10_000, meaning: 'update reports one device may send at once; past it each must wait for `reports_per_minute` to refill and is refused with 429 / 4.29 `REPORT_RATE_LIMITED`, not stored, raising no webhook event; `0` turns the limit off ([operations.md](operations.md#report-rate-limit))',
+      }),
+      reportsPerMinute: int('reports_per_minute', { default: 6, min: 1, max: 60_000, meaning: 'how fast a device\'s allowance of reports refills' }),
     }),
     devices: section('devices', {
       auth: leaf('auth', { default: '`off`', meaning: '`on`: every device request but `/auth`, `/health` and `/metrics` needs a device token ([protocol.md](protocol.md)); `off`: the open protocol' }, (value) => {
