@@ -85,7 +85,7 @@ export function configSchema(base: string) {
       })),
       releaseTtlMs: durationMs('release_ttl', {
         default: '24h', minMs: 2000,
-        meaning: 'life of a release statement (`expires_at` − `issued_at`, whole seconds); each is renewed before half of it has passed ([protocol.md](protocol.md))',
+        meaning: 'life of a release statement (`expires_at` − `issued_at`, whole seconds); each is signed again once 35 % of it has passed, always before half of it has ([protocol.md](protocol.md#release-statements))',
       }),
       certificateFile: path(base, optionalText('certificate_file', {
         meaning: 'the signing key\'s certificate from `updater certify`, served at `GET /keys`; its `public_key` must be the signing key\'s ([operations.md](operations.md))',
