@@ -18,6 +18,7 @@ import { streamTransfer } from './stream.js';
 import type { DeviceGate } from '../device-gate.js';
 import { registerDeviceAuthRoute } from './device-auth-route.js';
 import { keysRoute } from './keys-route.js';
+import { sendMetrics } from './metrics-route.js';
 
 
 /** `certifiedId`: the device of a verified client certificate (only on the certificate front's listener), else undefined. */
@@ -149,10 +150,8 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
 
   route('get', '/keys', 'keys', keysRoute(ctx));
 
-  route('get', '/metrics', 'metrics', async (ex) => {
-    const text = await ctx.call('supervisor', (s) => s.metricsText());
-    send(ex, 200, text, {}, 'text/plain; version=0.0.4; charset=utf-8');
-  });
+  // With metrics.listener: admin it is served on listen.admin instead (metrics-route.ts).
+  if (ctx.config.metrics.listener === 'public') route('get', '/metrics', 'metrics', (ex) => sendMetrics(ex, ctx));
 
   if (gate.on) registerDeviceAuthRoute(route, deps);
 

@@ -79,6 +79,11 @@ export function configSchema(base: string) {
         meaning: 'PEM certificate(s) of the CA that signs device certificates: on `listen.https` a client certificate it signed stands in for the device token, its subject CN being the device id (mutual TLS); needs `devices.auth: on` ([operations.md](operations.md#device-certificates-mutual-tls))',
       })),
     })),
+    metrics: section('metrics', {
+      listener: oneOf('listener', ['public', 'admin'] as const, {
+        default: 'public', meaning: 'where `GET /metrics` is served: `public` on the device listeners (`listen.http`, `listen.https`), `admin` on `listen.admin` only (it names tracks, running version hashes and rollout state: [operations.md](operations.md#metrics-on-the-admin-listener))',
+      }),
+    }),
     signing: section('signing', {
       privateKeyFile: path(base, requiredText('private_key_file', {
         meaning: 'Ed25519 private key, PKCS#8 PEM (written by `updater keygen`, or `openssl genpkey -algorithm ed25519`); key files in the earlier hex format are still read', hint: 'create one with "updater keygen --out FILE"',
@@ -109,7 +114,7 @@ export function configSchema(base: string) {
       dir: path(base, requiredText('dir', { meaning: 'the content-addressed store (`binaries/`, `deltas/`, `work/`)' })),
       // Directories the admin API may publish from (besides the configured artifacts' own).
       publishRoots: paths(base, textList('publish_roots', {
-        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration, TLS key, database and `store.dir` are refused always, under any name (hard links included)',
+        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration, TLS key, database, webhook secret files and `store.dir` are refused always, under any name (hard links included)',
       })),
       stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API; refused beside a `postgres://` database, which holds the tracks then ([scaling.md](scaling.md))' })),
       targetCacheBytes: bytesIn('MB', 'target_cache_mb', { default: 256, min: 0, meaning: 'byte budget of cached delta targets (0 disables)' }),
