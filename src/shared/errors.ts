@@ -35,6 +35,7 @@ export const ERRORS = {
   INVALID_ROLLOUT: { http: 400, coap: '4.00', message: 'the rollout object of a publish is not valid' },
   ROLLOUT_NOT_FOUND: { http: 404, coap: '4.04', message: 'the track has no rollout' },
   ROLLOUT_CONFLICT: { http: 409, coap: '4.09', message: 'the rollout is in a state that does not allow this action' },
+  TRACK_CONFIGURED: { http: 409, coap: '4.09', message: 'the track is declared in the configuration file, which would put it back at the next start: change it there' },
   PUBLISH_PATH_FORBIDDEN: { http: 403, coap: '4.03', message: 'the binary path is outside store.publish_roots or is one of the server\'s own files' },
   SOURCE_UNREADABLE: { http: 422, coap: '4.22', message: 'the binary file cannot be read' },
   STORE_CORRUPT: { http: 500, coap: '5.00', message: 'a stored file does not match its content hash', internal: true },
@@ -45,6 +46,7 @@ export const ERRORS = {
   ACTOR_UNAVAILABLE: { http: 503, coap: '5.03', message: 'an internal component is restarting' },
   SHUTTING_DOWN: { http: 503, coap: '5.03', message: 'the server is shutting down' },
   OVERLOADED: { http: 503, coap: '5.03', message: 'too many requests in flight; retry later' },
+  REPORT_RATE_LIMITED: { http: 429, coap: '4.29', message: 'the device sent more update reports than fleet.report_burst and fleet.reports_per_minute allow; this one was not stored: send it again after Retry-After (Max-Age) seconds' },
   // Fleet inventory (docs/fleet.md).
   UNKNOWN_QUERY_PARAMETER: { http: 400, coap: '4.00', message: 'the query string names a parameter this call does not take' },
   INVALID_LIMIT: { http: 400, coap: '4.00', message: 'limit must be an integer from 1 to 1000' },

@@ -58,6 +58,8 @@ export function ownFiles(config: Config): [string, string | undefined][] {
     ['the database\'s write-ahead log', sqlite && `${sqlite}-wal`],
     ['the database\'s shared-memory file', sqlite && `${sqlite}-shm`],
     ['the database\'s rollback journal', sqlite && `${sqlite}-journal`],
+    // A webhook's secret signs what receivers believe: served by hash, anyone could forge events.
+    ...config.webhooks.map((w, i): [string, string] => [`the secret file of webhooks[${i}]`, w.secretFile]),
   ];
 }
 

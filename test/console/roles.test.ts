@@ -7,6 +7,7 @@ import { ADMIN_TOKEN, firmware, makeFixture, nextVersion } from '../helpers/fixt
 import { startTestServer } from '../helpers/server.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_EVENT_TYPES } from '../../src/shared/webhooks/events.js';
+import { redactWebhookUrl } from '../../src/actors/http/webhook-routes.js';
 
 // The console signed in with tokens of different roles, in Debian's Chromium against a real
 // server: a read token sees the fleet but no control the server would refuse it (no rollout
@@ -83,7 +84,9 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
 
     await page.getByRole('link', { name: 'Webhooks' }).click();
     await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
-    await page.getByRole('region', { name: 'Webhooks' }).getByText(steady.url).waitFor();
+    // A read token sees webhook URLs redacted (they may hold a chat channel's token).
+    await page.getByRole('region', { name: 'Webhooks' }).getByText(redactWebhookUrl(steady.url)).waitFor();
+    t.notMatch(await page.getByRole('region', { name: 'Webhooks' }).innerText(), /hooks\/updater/, 'the URLs are shown redacted to a read token');
     t.same(await buttons(), ['Sign out'], 'the webhooks page has no control');
     t.same(refused, [], 'the console never made a call the server refused with 403');
     await page.getByRole('button', { name: 'Sign out' }).click();

@@ -32,6 +32,10 @@ export interface Receiver {
   failNext(n: number): void;
   /** Answer every request with 503 (down) until set back. */
   down(on: boolean): void;
+  /** Leave requests unanswered (a slow receiver) until set back; then they are handled in arrival order. */
+  hold(on: boolean): void;
+  /** Requests waiting under hold. */
+  readonly held: () => number;
   close(): Promise<void>;
 }
 
@@ -44,10 +48,13 @@ export async function startReceiver(secret: string, port = 0): Promise<Receiver>
   const requests: Receiver['requests'] = [];
   let failing = 0;
   let isDown = false;
+  let holding = false;
+  let parked: (() => void)[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', () => (holding ? parked.push(answer) : answer()));
+    const answer = () => {
       const body = Buffer.concat(chunks);
       const given = Buffer.from(String(req.headers['x-updater-signature'] ?? ''));
       const wanted = Buffer.from(signatureOf(secret, body));
@@ -65,7 +72,7 @@ export async function startReceiver(secret: string, port = 0): Promise<Receiver>
       }
       requests.push({ at: Date.now(), status, signatureValid, ...(event ? { id: event.id } : {}) });
       res.writeHead(status).end();
-    });
+    };
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const { port: bound } = server.address() as AddressInfo;
@@ -75,6 +82,14 @@ export async function startReceiver(secret: string, port = 0): Promise<Receiver>
     requests,
     failNext: (n) => (failing = n),
     down: (on) => (isDown = on),
+    hold(on) {
+      holding = on;
+      if (on) return;
+      const waiting = parked;
+      parked = [];
+      for (const answer of waiting) answer();
+    },
+    held: () => parked.length,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

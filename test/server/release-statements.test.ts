@@ -30,8 +30,10 @@ const overrides = {
   store: { state_file: join(fixture.dir, 'state.json') },
   signing: { private_key_file: fixture.keyPath, certificate_file: certPath },
 };
-let world = await startCoapTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: v1.path }], overrides);
+// An API track: publishes onto a configured one are refused (TRACK_CONFIGURED), and the state file keeps it.
+let world = await startCoapTestServer(fixture, [], overrides);
 t.teardown(() => world.stop());
+if ((await adminCall(world.server.url, 'POST', '/admin/artifacts', { name: 'app', version: '1.0.0', binary: v1.path })).status !== 200) throw new Error('cannot publish app');
 
 const verifies = (m: any) => verifyStatement(fixture.publicKey, { artifact: m.artifact, target_hash: m.target_hash, target_version: m.target_version }, m.release);
 
@@ -69,7 +71,7 @@ t.test('a publish of new bytes raises the sequence, an operator rollback raises 
   t.equal(rolledBack.json.target_hash, v1.hash);
   t.ok(rolledBack.json.release.sequence > published.json.release.sequence, 'older bytes published again: a higher sequence');
   await world.stop();
-  world = await startCoapTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: v1.path }], overrides);
+  world = await startCoapTestServer(fixture, [], overrides);
   const restarted = await heartbeat(world.server.url, v2.hash, 'app');
   t.equal(restarted.json.release.sequence, rolledBack.json.release.sequence, 'the state file kept the sequence across the restart');
   t.ok(verifies(restarted.json));

@@ -20,12 +20,14 @@ t.test('a staged rollout through the admin API', async (t) => {
   const v3 = await fixture.writeBinary('v3.bin', nextVersion(await readFile(v2.path), 'ro-v3'));
   const other = await fixture.writeBinary('other.bin', firmware(10_000, 'ro-other'));
   const s = await startCoapTestServer(fixture, [
-    { name: 'app', version: '1.0.0', binary: v1.path },
     { name: 'other', version: '1.0.0', binary: other.path },
-  ], { default_artifact: 'app', store: { full_compression_level: 1, state_file: join(fixture.dir, 'state.json') } });
+  ], { store: { full_compression_level: 1, state_file: join(fixture.dir, 'state.json') } });
   t.teardown(() => s.stop());
   const url = s.server.url;
   const publish = (body: Record<string, unknown>) => adminCall(url, 'POST', '/admin/artifacts', body);
+  // Rollouts are for API tracks: a configured track refuses API publishes (TRACK_CONFIGURED).
+  t.equal((await publish({ name: 'app', version: '1.0.0', binary: v1.path })).status, 200);
+  t.equal((await adminCall(url, 'POST', '/admin/default', { artifact: 'app' })).status, 200);
   const rollout = (body: Record<string, unknown>) => adminCall(url, 'POST', '/admin/rollout', body);
   const [inside] = cohortIds(v2.hash, 10, true, 1);
   const [outside] = cohortIds(v2.hash, 10, false, 1);

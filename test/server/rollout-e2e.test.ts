@@ -40,10 +40,9 @@ t.test('200 devices: a rollout pauses itself on failures, resumes after a fix an
   const v1 = await fixture.writeBinary('v1.bin', firmware(40_000, 'e2e-v1'));
   const v2 = await fixture.writeBinary('v2.bin', nextVersion(await readFile(v1.path), 'e2e-v2'));
   // `warm` exists only to have the delta v1 → v2 generated before the rollout starts, so the
-  // first cohort can report well before a step is due however loaded the machine is. The
-  // track under rollout is published through the API: a configured one would be republished
-  // from its file at the restart below (configuration wins).
-  const artifacts: ArtifactEntry[] = [{ name: 'warm', version: '1.0.0', binary: v1.path }];
+  // first cohort can report well before a step is due however loaded the machine is. Both are
+  // published through the API: a configured track refuses API publishes (TRACK_CONFIGURED).
+  const artifacts: ArtifactEntry[] = [];
   const overrides = {
     store: { full_compression_level: 1, state_file: join(fixture.dir, 'state.json') },
     fleet: { flush_interval: '200ms' },
@@ -51,6 +50,7 @@ t.test('200 devices: a rollout pauses itself on failures, resumes after a fix an
   let server: TestServer = await startTestServer(fixture, artifacts, overrides);
   t.teardown(() => server.stop());
   t.equal((await adminCall(server.url, 'POST', '/admin/artifacts', { name: ARTIFACT, version: '1.0.0', binary: v1.path })).status, 200);
+  t.equal((await adminCall(server.url, 'POST', '/admin/artifacts', { name: 'warm', version: '1.0.0', binary: v1.path })).status, 200);
   t.equal((await adminCall(server.url, 'POST', '/admin/artifacts', { name: 'warm', version: '2.0.0', binary: v2.path })).status, 200);
   await heartbeatUntilSigned(server.url, v1.hash, 'warm');
 

@@ -7,8 +7,9 @@ import { cohortIds, deviceHeartbeat } from '../helpers/rollout.js';
 import { startTestServer, type ArtifactEntry } from '../helpers/server.js';
 
 // Rollouts across restarts: an API track's rollout comes back exactly as it was (state,
-// percent, stable target, the time of its next step) and goes on on its timer; a configured
-// track is republished from its file at boot, and a rollout of another file is replaced.
+// percent, stable target, the time of its next step) and goes on on its timer; a track the
+// configuration names (since) is republished from its file at boot, and a rollout of another
+// file is replaced.
 
 t.test('an API track keeps its rollout across a restart and completes on its timer', async (t) => {
   const fixture = await makeFixture();
@@ -56,7 +57,10 @@ t.test('configuration wins at boot: a configured track is republished from its f
   const v1 = await fixture.writeBinary('v1.bin', firmware(20_000, 'rc-v1'));
   const v2 = await fixture.writeBinary('v2.bin', nextVersion(await readFile(v1.path), 'rc-v2'));
   const overrides = { store: { full_compression_level: 1, state_file: join(fixture.dir, 'state.json') } };
-  const first = await startTestServer(fixture, [{ name: 'app', version: '1.0.0', binary: v1.path }], overrides);
+  // The API refuses to publish onto a configured track (TRACK_CONFIGURED): the rollout starts on
+  // an API track, which the configuration then names (or a state file from before that rule).
+  const first = await startTestServer(fixture, [], overrides);
+  t.equal((await adminCall(first.url, 'POST', '/admin/artifacts', { name: 'app', version: '1.0.0', binary: v1.path })).status, 200);
   t.equal((await adminCall(first.url, 'POST', '/admin/artifacts', { name: 'app', version: '2.0.0', binary: v2.path, rollout: { steps: [25, 100] } })).status, 200);
   await first.stop();
 

@@ -46,9 +46,9 @@ t.test('POST /admin/artifacts refuses a hostile label with 400 INVALID_FIELD; no
   t.equal(answer.json.target_version, '1.0.0');
   t.ok(verifyStatement(fixture.publicKey, answer.json, answer.json.release), 'with a statement that verifies');
   // Printable labels, Unicode included, still publish.
-  const fine = await adminCall(server.url, 'POST', '/admin/artifacts', { name: 'app', version: '2.0.0 «rc» ✓', binary: v2.path });
+  const fine = await adminCall(server.url, 'POST', '/admin/artifacts', { name: 'fresh', version: '2.0.0 «rc» ✓', binary: v2.path });
   t.equal(fine.status, 200);
-  t.equal((await trackOf(server.url, 'app')).version, '2.0.0 «rc» ✓');
+  t.equal((await trackOf(server.url, 'fresh')).version, '2.0.0 «rc» ✓');
 });
 
 t.test('a configuration file with such a label is refused at load, the error naming the key', async (t) => {

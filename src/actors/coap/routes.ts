@@ -12,6 +12,7 @@ import { selectBlock, unprovenBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from './guard.js';
 import { manifesterBatcher } from '../heartbeat-batcher.js';
 import { createReportLog } from '../report-log.js';
+import { ReportLimiter, reportLimitCounter } from '../report-limit.js';
 import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { CoapMetrics } from './metrics.js';
 import { CONTENT_FORMAT_CBOR, CONTENT_FORMAT_OCTETS, requestBytes, send, sendError } from './respond.js';
@@ -54,6 +55,8 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   // with the CoAP chunk fields (encodeCoapManifest).
   const heartbeats = manifesterBatcher(ctx, 'cbor');
   const logReport = createReportLog(ctx.log, ctx.registry);
+  const reportLimit = new ReportLimiter({ burst: ctx.config.fleet.reportBurst, perMinute: ctx.config.fleet.reportsPerMinute });
+  const reportLimited = reportLimitCounter(ctx.registry, 'coap');
 
   // A signed manifest is a few hundred bytes: more than 3x a short heartbeat. An unproven
   // source gets 4.01 with an Echo value instead (a few dozen bytes) and asks again with it.
@@ -84,10 +87,17 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     const pass = gate.admit(tokenOf(req));
     const update = validateReport(reportFields(cborBody(req, deps)));
     gate.requireDevice(pass, update.deviceId);
+    const receivedAtMs = Date.now();
+    const waitMs = reportLimit.take(update.deviceId, receivedAtMs);
+    if (waitMs > 0) {
+      // Neither logged nor handed on: a flood must not reach the log, the table or the webhooks.
+      reportLimited();
+      return sendError(res, new UpdaterError('REPORT_RATE_LIMITED'), requestBytes(req), { 'Max-Age': Math.ceil(waitMs / 1000) });
+    }
     metrics.report(update.success);
     logReport(update, { transport: 'coap' });
     send(res, '2.04');
-    deps.fleet.report(reportRecord(update, Date.now()));
+    deps.fleet.report(reportRecord(update, receivedAtMs));
     return '2.04';
   };
 

@@ -12,6 +12,7 @@ import { AuditLog } from './audit.js';
 import { OperatorTokenTable } from './operator-tokens.js';
 import { updateFailedEvents } from './webhooks/device-events.js';
 import { Webhooks } from './webhooks/webhooks.js';
+import { ReportLimiter, reportLimitCounter } from '../report-limit.js';
 
 // The fleet actor: the only holder of the database connection.
 //
@@ -39,6 +40,10 @@ await runActor(async (ctx) => {
   };
   const webhooks = new Webhooks(ctx.config, () => store?.db, ctx.registry, ctx.log);
   const buffer = new WriteBuffer(fleet.bufferBytes);
+  // The front-ends refuse a device's excess reports each on its own transport; this one bucket per
+  // device holds a device that sends over both to the same limit (src/actors/report-limit.ts).
+  const reportLimit = new ReportLimiter({ burst: fleet.reportBurst, perMinute: fleet.reportsPerMinute });
+  const reportLimited = reportLimitCounter(ctx.registry, 'fleet');
   const metrics = createFleetMetrics(ctx.registry, () => ({ bytes: buffer.bytes, budget: buffer.budgetBytes, dropped: buffer.dropped }));
   let flushing: Promise<void> | undefined;
   /** Whether the last flush was refused: then only the timer tries again, not every batch that arrives. */
@@ -173,7 +178,11 @@ await runActor(async (ctx) => {
       unpackHeartbeats(batch.heartbeats, (h) => {
         if (identity.recordable(h.deviceId, h.receivedAtMs)) buffer.addHeartbeat(h);
       });
-      for (const r of batch.reports) if (identity.recordable(r.deviceId, r.receivedAtMs)) buffer.addReport(r);
+      for (const r of batch.reports) {
+        if (!identity.recordable(r.deviceId, r.receivedAtMs)) continue;
+        if (reportLimit.take(r.deviceId, r.receivedAtMs) === 0) buffer.addReport(r);
+        else reportLimited();
+      }
       // A burst that fills half the budget before the timer is written at once rather than
       // left to reach the budget, where last_seen updates start to be dropped.
       if (!flushing && !refused && buffer.bytes >= buffer.budgetBytes / 2) {

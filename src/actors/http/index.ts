@@ -9,6 +9,7 @@ import { listenExclusive, planListeners } from './listeners.js';
 import { CertifiedForwarding, startCertificateFront, type CertificateFront } from './client-certificates.js';
 import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
 import { createHttpMetrics } from './metrics.js';
+import { registerAdminMetrics } from './metrics-route.js';
 import { exchange, sendError } from './respond.js';
 import { registerDeviceRoutes } from './routes.js';
 import { TransferLocator } from '../transfer-locator.js';
@@ -29,6 +30,7 @@ await runActor(async (ctx) => {
   const admin = registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
   // The console goes where the admin API is: listen.admin when set, else the device listeners.
   registerConsoleRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { assets: await loadConsoleAssets(), metrics, log: ctx.log });
+  if (ctx.config.metrics.listener === 'admin') registerAdminMetrics(listeners.filter((l) => l.name === 'admin').map((l) => l.app), ctx, metrics);
   for (const { app } of listeners) app.any('/*', (res) => sendError(exchange(res), new UpdaterError('NOT_FOUND')));
 
   // uWS keeps native socket handles on this thread's event loop; a worker that ends with them

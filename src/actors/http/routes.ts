@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { manifesterBatcher } from '../heartbeat-batcher.js';
 import { createReportLog } from '../report-log.js';
+import { ReportLimiter, reportLimitCounter } from '../report-limit.js';
 import { reportRecord, type FleetFeed } from '../fleet-feed.js';
 import type { TransferLocator } from '../transfer-locator.js';
 import type { TransferKind } from '../../messages/store.js';
@@ -17,6 +18,7 @@ import { streamTransfer } from './stream.js';
 import type { DeviceGate } from '../device-gate.js';
 import { registerDeviceAuthRoute } from './device-auth-route.js';
 import { keysRoute } from './keys-route.js';
+import { sendMetrics } from './metrics-route.js';
 
 
 /** `certifiedId`: the device of a verified client certificate (only on the certificate front's listener), else undefined. */
@@ -81,6 +83,8 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   // Heartbeats that arrive together travel to the manifester in one message, answered as JSON text.
   const heartbeats = manifesterBatcher(ctx, 'json');
   const logReport = createReportLog(ctx.log, ctx.registry);
+  const reportLimit = new ReportLimiter({ burst: ctx.config.fleet.reportBurst, perMinute: ctx.config.fleet.reportsPerMinute });
+  const reportLimited = reportLimitCounter(ctx.registry, 'http');
 
   const { gate } = deps;
   /** The Authorization header of a device request, read before the first await (uWS forgets it after); '' with auth off. */
@@ -105,10 +109,18 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
     const pass = gate.admitBearer(authorization, certified);
     const report = validateReport(parseJson(body));
     gate.requireDevice(pass, report.deviceId);
+    const receivedAtMs = Date.now();
+    const waitMs = reportLimit.take(report.deviceId, receivedAtMs);
+    if (waitMs > 0) {
+      // Neither logged nor handed on: a flood must not reach the log, the table or the webhooks.
+      reportLimited();
+      sendError(ex, new UpdaterError('REPORT_RATE_LIMITED'), { 'Retry-After': String(Math.ceil(waitMs / 1000)) });
+      return;
+    }
     metrics.report(report.success);
     logReport(report);
     send(ex, 204, '');
-    deps.fleet.report(reportRecord(report, Date.now()));
+    deps.fleet.report(reportRecord(report, receivedAtMs));
   });
 
   route('get', '/delta/:from/:to', 'delta', async (ex, req, certified) => {
@@ -138,10 +150,8 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
 
   route('get', '/keys', 'keys', keysRoute(ctx));
 
-  route('get', '/metrics', 'metrics', async (ex) => {
-    const text = await ctx.call('supervisor', (s) => s.metricsText());
-    send(ex, 200, text, {}, 'text/plain; version=0.0.4; charset=utf-8');
-  });
+  // With metrics.listener: admin it is served on listen.admin instead (metrics-route.ts).
+  if (ctx.config.metrics.listener === 'public') route('get', '/metrics', 'metrics', (ex) => sendMetrics(ex, ctx));
 
   if (gate.on) registerDeviceAuthRoute(route, deps);
 

@@ -27,8 +27,12 @@ export interface StatementSlot {
   live: boolean;
 }
 
-/** Share of a statement's life after which it is signed again; the timer's period adds at most a tenth. */
-const RENEW_AT = 0.35;
+/**
+ * Share of a statement's life after which it is signed again; the timer's period adds at most a
+ * tenth, so each is renewed before half of its life has passed. The docs state this one rule
+ * (test/docs/release-renewal-doc.test.ts keeps them to it).
+ */
+export const RENEW_AT = 0.35;
 
 export interface StatementCounters {
   /** A statement was signed: at a change of the table, by the renewal timer, or (never expected) on a heartbeat's path. */

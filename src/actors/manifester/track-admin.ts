@@ -105,8 +105,8 @@ export class TrackAdmin {
     // Checked again here, where every publish passes: the label is part of the signed release statement.
     const versionProblem = versionLabelProblem(request.version);
     if (versionProblem !== undefined) invalidField('version', versionProblem);
-    // A configured track may be republished through the API; configuration takes it back at the next boot.
-    const source: Source = this.configKeys.has(key) ? 'config' : 'api';
+    this.refuseConfigured(key, 'publish onto');
+    const source: Source = 'api';
     if (request.hash !== undefined) {
       // An upload (PUT /admin/binaries): the store holds the bytes; the track records where.
       const hash = assertSha256Hex(request.hash, 'hash');
@@ -162,6 +162,7 @@ export class TrackAdmin {
 
   remove(artifact: string): Promise<TrackView> {
     const key = trackKey(parseTrackKey(artifact));
+    this.refuseConfigured(key, 'delete');
     return this.perTrack.run(key, async () => {
       const view = await this.removeNow(key);
       this.deps.events?.(removedEvent(view, Date.now()));
@@ -271,6 +272,19 @@ export class TrackAdmin {
     const checked = await checkPublishPath(path, this.deps.config);
     await assertRegularFile(checked.path);
     return this.deps.store.registerBinary(checked.path, checked.identity);
+  }
+
+  /**
+   * The configuration owns the tracks it names: it republishes them at every start, so an API
+   * publish or delete there would be undone by the next restart (the fleet offered the old build
+   * again under a higher sequence). Refused instead, naming the file to change (TRACK_CONFIGURED).
+   * A reload (the configured file read again) and rollout calls stay allowed.
+   */
+  private refuseConfigured(key: string, what: string): void {
+    if (!this.configKeys.has(key)) return;
+    throw new UpdaterError('TRACK_CONFIGURED',
+      `cannot ${what} track ${key} through the API: ${this.deps.config.configPath} declares it, and every start republishes it from there; change the file (then POST /admin/reload or restart), or publish under another track name`,
+      { artifact: key, config: this.deps.config.configPath });
   }
 
   /** Applies a change to the table and records it (track-record.ts). */

@@ -10,8 +10,11 @@ import type { ConfigDocument } from './schema.js';
 
 type HostPort = { readonly host: string; readonly port: number };
 
-export function checkListeners(doc: Pick<ConfigDocument, 'listen' | 'tls' | 'devices'>): void {
+export function checkListeners(doc: Pick<ConfigDocument, 'listen' | 'tls' | 'devices' | 'metrics'>): void {
   refuseSharedTcpPorts(doc.listen);
+  if (doc.metrics.listener === 'admin' && doc.listen.admin === undefined) {
+    throw new ConfigError('metrics.listener', 'admin needs listen.admin: /metrics would be served nowhere');
+  }
   checkTls(doc.tls, doc.listen.https !== undefined);
   if (doc.tls?.clientCaFile !== undefined) checkClientCa(doc.tls.clientCaFile, doc.devices.auth === 'on');
 }

@@ -79,13 +79,18 @@ export function configSchema(base: string) {
         meaning: 'PEM certificate(s) of the CA that signs device certificates: on `listen.https` a client certificate it signed stands in for the device token, its subject CN being the device id (mutual TLS); needs `devices.auth: on` ([operations.md](operations.md#device-certificates-mutual-tls))',
       })),
     })),
+    metrics: section('metrics', {
+      listener: oneOf('listener', ['public', 'admin'] as const, {
+        default: 'public', meaning: 'where `GET /metrics` is served: `public` on the device listeners (`listen.http`, `listen.https`), `admin` on `listen.admin` only (it names tracks, running version hashes and rollout state: [operations.md](operations.md#metrics-on-the-admin-listener))',
+      }),
+    }),
     signing: section('signing', {
       privateKeyFile: path(base, requiredText('private_key_file', {
         meaning: 'Ed25519 private key, PKCS#8 PEM (written by `updater keygen`, or `openssl genpkey -algorithm ed25519`); key files in the earlier hex format are still read', hint: 'create one with "updater keygen --out FILE"',
       })),
       releaseTtlMs: durationMs('release_ttl', {
         default: '24h', minMs: 2000,
-        meaning: 'life of a release statement (`expires_at` − `issued_at`, whole seconds); each is renewed before half of it has passed ([protocol.md](protocol.md))',
+        meaning: 'life of a release statement (`expires_at` − `issued_at`, whole seconds); each is signed again once 35 % of it has passed, always before half of it has ([protocol.md](protocol.md#release-statements))',
       }),
       certificateFile: path(base, optionalText('certificate_file', {
         meaning: 'the signing key\'s certificate from `updater certify`, served at `GET /keys`; its `public_key` must be the signing key\'s ([operations.md](operations.md))',
@@ -109,7 +114,7 @@ export function configSchema(base: string) {
       dir: path(base, requiredText('dir', { meaning: 'the content-addressed store (`binaries/`, `deltas/`, `work/`)' })),
       // Directories the admin API may publish from (besides the configured artifacts' own).
       publishRoots: paths(base, textList('publish_roots', {
-        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration, TLS key, database and `store.dir` are refused always, under any name (hard links included)',
+        meaning: 'directories the admin API may publish binaries from (besides each configured artifact\'s directory); symlinks resolved; the signing key, token file, state file, configuration, TLS key, database, webhook secret files and `store.dir` are refused always, under any name (hard links included)',
       })),
       stateFile: path(base, optionalText('state_file', { meaning: 'persistence of tracks published through the admin API; refused beside a `postgres://` database, which holds the tracks then ([scaling.md](scaling.md))' })),
       targetCacheBytes: bytesIn('MB', 'target_cache_mb', { default: 256, min: 0, meaning: 'byte budget of cached delta targets (0 disables)' }),
@@ -183,6 +188,10 @@ export function configSchema(base: string) {
       }),
       deviceMaxAgeMs: durationMs('device_max_age', { default: '2160h', minMs: 1000, zeroMeansOff: true, meaning: 'a device not seen for this long is deleted by fleet retention; `0` keeps all' }),
       reportMaxAgeMs: durationMs('report_max_age', { default: '720h', minMs: 1000, zeroMeansOff: true, meaning: 'reports older than this are deleted; `0` keeps all' }),
+      reportBurst: int('report_burst', {
+        default: 10, min: 0, max: 10_000, meaning: 'update reports one device may send at once; past it each must wait for `reports_per_minute` to refill and is refused with 429 / 4.29 `REPORT_RATE_LIMITED`, not stored, raising no webhook event; `0` turns the limit off ([operations.md](operations.md#report-rate-limit))',
+      }),
+      reportsPerMinute: int('reports_per_minute', { default: 6, min: 1, max: 60_000, meaning: 'how fast a device\'s allowance of reports refills' }),
     }),
     devices: section('devices', {
       auth: leaf('auth', { default: '`off`', meaning: '`on`: every device request but `/auth`, `/health` and `/metrics` needs a device token ([protocol.md](protocol.md)); `off`: the open protocol' }, (value) => {

@@ -3,7 +3,17 @@ import type { Database } from '../../../shared/database/schema.js';
 
 // The outbox table's queries (the same on SQLite and PostgreSQL). One row per (event,
 // webhook); a webhook's rows are sent in id order, one at a time, so a row that fails holds
-// the ones behind it until it is delivered or given up.
+// the ones behind it until it is delivered or given up. Each webhook has two lanes, told apart
+// by the event type: the device events (`updater.device.*`, which a fleet can raise by the
+// thousand) and the operator's own (tracks and rollouts); the sender serves the operator's
+// lane first, so its events never wait behind a backlog of device events.
+
+export type Lane = 'operator' | 'device';
+const DEVICE_EVENTS = 'updater.device.%';
+
+export function laneOf(type: string): Lane {
+  return type.startsWith('updater.device.') ? 'device' : 'operator';
+}
 
 export interface OutboxRow {
   id: number;
@@ -31,13 +41,13 @@ export async function enqueue(db: Kysely<Database>, rows: readonly NewOutboxRow[
     .execute();
 }
 
-/** The oldest pending row of a webhook, due or not. */
-export async function head(db: Kysely<Database>, webhook: string): Promise<OutboxRow | undefined> {
-  const row = await db.selectFrom('webhook_outbox')
+/** The oldest pending row of a webhook (of one lane, when given), due or not. */
+export async function head(db: Kysely<Database>, webhook: string, lane?: Lane): Promise<OutboxRow | undefined> {
+  let query = db.selectFrom('webhook_outbox')
     .select(['id', 'webhook', 'event_id', 'type', 'body', 'created_at', 'attempts', 'next_at'])
-    .where('webhook', '=', webhook).where('state', '=', 'pending')
-    .orderBy('id').limit(1)
-    .executeTakeFirst();
+    .where('webhook', '=', webhook).where('state', '=', 'pending');
+  if (lane) query = query.where('type', lane === 'device' ? 'like' : 'not like', DEVICE_EVENTS);
+  const row = await query.orderBy('id').limit(1).executeTakeFirst();
   return row && { ...row, id: Number(row.id), created_at: Number(row.created_at), next_at: Number(row.next_at) };
 }
 

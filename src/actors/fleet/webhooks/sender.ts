@@ -16,6 +16,13 @@ import type { WebhookMetrics } from './metrics.js';
 // (a PostgreSQL advisory lock) and a replica that does not get it skips the round: one sender
 // at a time, and the next one reads what the last one committed. A row is marked only after
 // its answer, so a sender killed in between sends it again: at least once.
+//
+// The two lanes of each webhook (outbox.ts) are each in order. The operator's lane goes first
+// at the start of every round, right after an operator event is recorded on this replica, and
+// every OPERATOR_CHECK_EVERY device rows (an event another replica recorded): an operator's
+// publish waits for at most the device event on the wire, not for the device backlog. Looking
+// at the operator's lane walks the pending device rows (the type is not indexed), so it is not
+// done before every device row.
 
 const POLL_MS = 1_000;
 /** A receiver gets this long to answer. */
@@ -23,6 +30,8 @@ const ATTEMPT_TIMEOUT_MS = 10_000;
 /** Rows sent per webhook per round, so that one long queue does not hold a round forever. */
 const ROUND_ROWS = 200;
 const ERROR_TEXT_MAX = 300;
+/** Device rows sent between two looks at the operator's lane when nothing said one was recorded. */
+const OPERATOR_CHECK_EVERY = 16;
 
 type WebhookConfig = Config['webhooks'][number];
 
@@ -31,6 +40,8 @@ export class WebhookSender {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
+  /** Per webhook: an operator event was recorded here since its last look at the operator's lane. */
+  private readonly operatorWaiting: boolean[];
   private readonly locks: ClusterLocks | undefined;
 
   constructor(
@@ -41,6 +52,7 @@ export class WebhookSender {
     private readonly log: Logger,
   ) {
     this.locks = clusterUrl === undefined ? undefined : new ClusterLocks(clusterUrl, 1);
+    this.operatorWaiting = webhooks.map(() => false);
   }
 
   start(): void {
@@ -49,9 +61,10 @@ export class WebhookSender {
     this.kick();
   }
 
-  /** Runs a round now, or right after the one under way. */
-  kick(): void {
+  /** Runs a round now, or right after the one under way; `operator`: an operator event was just recorded. */
+  kick(operator = false): void {
     if (this.stopped || this.webhooks.length === 0) return;
+    if (operator) this.operatorWaiting.fill(true);
     if (this.running) {
       this.again = true;
       return;
@@ -87,10 +100,19 @@ export class WebhookSender {
   }
 
   private async drain(db: Kysely<Database>, webhook: WebhookConfig, index: number): Promise<void> {
+    let sinceLook = OPERATOR_CHECK_EVERY;
     for (let sent = 0; sent < ROUND_ROWS && !this.stopped; sent++) {
-      const row = await q.head(db, webhook.url);
-      const now = Date.now();
-      if (!row || row.next_at > now) return;
+      let row: q.OutboxRow | undefined;
+      if (this.operatorWaiting[index] || sinceLook >= OPERATOR_CHECK_EVERY) {
+        this.operatorWaiting[index] = false;
+        sinceLook = 0;
+        row = due(await q.head(db, webhook.url, 'operator'));
+      }
+      if (!row) {
+        row = due(await q.head(db, webhook.url, 'device'));
+        sinceLook++;
+      }
+      if (!row) return;
       const answer = await post(webhook, row);
       const done = Date.now();
       if (answer.ok) {
@@ -110,6 +132,11 @@ export class WebhookSender {
       return;
     }
   }
+}
+
+/** A lane's head when its time has come; a head waiting for its retry holds its lane. */
+function due(row: q.OutboxRow | undefined): q.OutboxRow | undefined {
+  return row && row.next_at <= Date.now() ? row : undefined;
 }
 
 interface Answer {

@@ -59,7 +59,7 @@ export class Webhooks {
     const db = into ?? this.db();
     if (!db) throw new Error('the fleet database is not open');
     await q.enqueue(db, rows);
-    this.sender.kick();
+    this.sender.kick(rows.some((r) => q.laneOf(r.type) === 'operator'));
   }
 
   /** `GET /admin/webhooks`: each configured webhook's queue and the latest failed attempts. */
