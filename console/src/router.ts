@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 
 // Views live in the URL fragment (#/tracks/app%2Flinux%2Farm64), so the server sees only
 // /console/ and a reload or a shared link opens the same view. Nothing secret goes here.
@@ -34,11 +34,17 @@ export function navigate(to: string): void {
 }
 
 export function useRoute(): Route {
-  const [route, setRoute] = useState(() => parseHash(location.hash));
+  // The hash itself is the state (a string: setting it unchanged renders nothing), and the
+  // effect reads it again once subscribed. Effects run after the browser paints, so a change
+  // made between the first render and the subscription (a deep link followed while a slow
+  // first render runs) fired its hashchange with no listener: without the second read the
+  // view would stay on the old route for good.
+  const [hash, setHash] = useState(() => location.hash);
   useEffect(() => {
-    const update = () => setRoute(parseHash(location.hash));
+    const update = () => setHash(location.hash);
     addEventListener('hashchange', update);
+    update();
     return () => removeEventListener('hashchange', update);
   }, []);
-  return route;
+  return useMemo(() => parseHash(hash), [hash]);
 }

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
+import type { Page } from 'playwright-core';
 import { adminCall, eventually } from '../helpers/admin.js';
-import { openBrowser, tabTo } from '../helpers/browser.js';
+import { launchChromium, signIn, tabTo } from '../helpers/browser.js';
 import { ADMIN_TOKEN, firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { configDocument, REPO_ROOT, spawnServer, UPDATER_BIN, writeConfig } from '../helpers/server.js';
 import { childEnv } from '../helpers/node-options.js';
@@ -14,6 +15,9 @@ import { needs } from '../helpers/system-tools.js';
 // when devices fail, resume it and see the percent move, open the failures and a device's
 // reports, abort with roll back, sign out. Mostly with the keyboard. Screenshots of each view
 // go to $UPDATER_CONSOLE_SCREENSHOTS (docs/console in the repository) or a temp directory.
+// Each subtest opens its own browser context and signs in there, so a failure is reported by
+// the subtest it happens in; a subtest that needs the rollout state an earlier one made is
+// skipped, naming why, when that one did not get there.
 
 // Long enough that a rollout resumed at 10 or 40 % is paused again by hand (one keypress after
 // it moved) before it could reach 100 % by itself: at least one more interval after the move
@@ -51,18 +55,33 @@ t.test('an operator follows a rollout through the console', needs('chromium'), a
   });
   t.equal(published.status, 200, JSON.stringify(published.json));
 
-  const browser = await openBrowser();
-  t.teardown(() => browser.close());
-  const { page } = browser;
+  const chromium = await launchChromium();
+  t.teardown(() => chromium.close());
   const problems: string[] = [];
   const urls: string[] = [];
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('console', (m) => { if (m.type() === 'error' && !/status of 40[14]/.test(m.text())) problems.push(`console: ${m.text()}`); });
-  page.on('request', (r) => urls.push(r.url()));
+  // The page of the subtest running (the helpers below read it): each subtest opens its own.
+  let page!: Page;
+  const fresh = async (t: Test) => {
+    const opened = await chromium.open();
+    t.teardown(opened.close);
+    page = opened.page;
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page.on('console', (m) => { if (m.type() === 'error' && !/status of 40[14]/.test(m.text())) problems.push(`console: ${m.text()}`); });
+    page.on('request', (r) => urls.push(r.url()));
+  };
+  const signedIn = async (t: Test, hash = '') => {
+    await fresh(t);
+    await signIn(page, url, ADMIN_TOKEN, hash);
+  };
+  const trackHash = `#/tracks/${encodeURIComponent('app/linux/arm64')}`;
+  let pausedItself = false;
+  let pausedByHand = false;
+  const after = (what: string, done: boolean) => ({ skip: done ? false : `needs ${what}, which an earlier subtest failed to do` });
   const shot = (name: string, fullPage = true) => page.screenshot({ path: join(shots, `${name}.png`), fullPage });
   const text = (testId: string) => page.getByTestId(testId).innerText();
 
   await t.test('without a token the page shows sign-in and the admin API refuses every call', async (t) => {
+    await fresh(t);
     await page.goto(`${url}/console/`);
     await page.getByLabel('Admin token').waitFor();
     t.equal(await page.evaluate<boolean>('document.activeElement?.id === "token"'), true, 'the token field has the focus');
@@ -80,6 +99,8 @@ t.test('an operator follows a rollout through the console', needs('chromium'), a
   });
 
   await t.test('signing in shows the tracks', async (t) => {
+    await fresh(t);
+    await page.goto(`${url}/console/`);
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Tracks' }).waitFor();
@@ -91,6 +112,8 @@ t.test('an operator follows a rollout through the console', needs('chromium'), a
   });
 
   await t.test('a rollout pauses itself when the simulated devices fail', async (t) => {
+    await signedIn(t);
+    await page.getByRole('row', { name: /app\/linux\/arm64/ }).waitFor();
     await tabTo(page, /^app\/linux\/arm64$/);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'app/linux/arm64', level: 1 }).waitFor();
@@ -114,9 +137,12 @@ t.test('an operator follows a rollout through the console', needs('chromium'), a
     t.ok(await page.locator('.chart canvas').count() > 0, 'the version chart is drawn');
     t.match(await page.getByRole('region', { name: 'Devices per version' }).innerText(), /2\.0\.0|1\.0\.0/);
     await shot('track-paused');
+    pausedItself = t.passing();
   });
 
-  await t.test('resume, see the percent move, pause by hand and set the percent', async (t) => {
+  await t.test('resume, see the percent move, pause by hand and set the percent', after('the rollout paused itself', pausedItself), async (t) => {
+    await signedIn(t, trackHash);
+    await page.getByTestId('rollout-state').filter({ hasText: 'paused' }).waitFor();
     const before = await text('rollout-percent');
     await tabTo(page, /^Resume$/);
     await page.keyboard.press('Enter');
@@ -135,9 +161,11 @@ t.test('an operator follows a rollout through the console', needs('chromium'), a
     await page.keyboard.press('Enter');
     await page.getByTestId('rollout-percent').filter({ hasText: '55 %' }).waitFor();
     t.pass('set-percent reaches the server and shows');
+    pausedByHand = t.passing();
   });
 
-  await t.test('the failures and a device with its reports', async (t) => {
+  await t.test('the failures and a device with its reports', after('the failures of the simulated devices', pausedItself), async (t) => {
+    await signedIn(t);
     await page.getByRole('link', { name: 'Failures' }).click();
     const first = page.getByRole('table').getByRole('row').nth(1);
     await first.waitFor();
@@ -160,8 +188,8 @@ t.test('an operator follows a rollout through the console', needs('chromium'), a
     t.pass('every device was seen within the hour');
   });
 
-  await t.test('abort with roll back, confirmed in a dialog', async (t) => {
-    await page.goto(`${url}/console/#/tracks/${encodeURIComponent('app/linux/arm64')}`);
+  await t.test('abort with roll back, confirmed in a dialog', after('the rollout paused by hand', pausedByHand), async (t) => {
+    await signedIn(t, trackHash);
     await page.getByRole('heading', { name: 'Rollout of 2.0.0' }).waitFor();
     await tabTo(page, /^Abort…$/);
     await page.keyboard.press('Enter');
@@ -183,6 +211,7 @@ t.test('an operator follows a rollout through the console', needs('chromium'), a
   });
 
   await t.test('sign out, and a token the server refuses returns to sign-in', async (t) => {
+    await signedIn(t);
     await tabTo(page, /^Sign out$/);
     await page.keyboard.press('Enter');
     await page.getByLabel('Admin token').waitFor();

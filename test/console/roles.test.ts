@@ -1,8 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
+import type { Page } from 'playwright-core';
 import { adminCall, eventually } from '../helpers/admin.js';
-import { openBrowser } from '../helpers/browser.js';
+import { launchChromium, signIn } from '../helpers/browser.js';
 import { ADMIN_TOKEN, firmware, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { startTestServer } from '../helpers/server.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
@@ -42,25 +43,25 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
   const read = await adminCall(url, 'POST', '/admin/tokens', { name: 'dashboard', role: 'read' });
   t.equal(read.status, 201);
 
-  const browser = await openBrowser();
-  t.teardown(() => browser.close());
-  const { page } = browser;
+  const chromium = await launchChromium();
+  t.teardown(() => chromium.close());
   const problems: string[] = [];
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   const refused: string[] = [];
-  page.on('response', (r) => { if (r.status() === 403) refused.push(`${r.request().method()} ${r.url()}`); });
   const shots = join(fixture.dir, 'shots');
-  const buttons = () => page.evaluate<string[]>('[...document.querySelectorAll("main button, header button")].map((b) => b.textContent.trim())');
+  const buttonsOf = (page: Page) => () => page.evaluate<string[]>('[...document.querySelectorAll("main button, header button")].map((b) => b.textContent.trim())');
 
-  const signIn = async (token: string) => {
-    await page.goto(`${url}/console/`);
-    await page.getByLabel('Admin token').fill(token);
-    await page.keyboard.press('Enter');
-    await page.getByTestId('signed-in-as').waitFor();
+  /** Each subtest signs in in a context of its own, closed when it ends, passed or not. */
+  const session = async (t: Test, token: string) => {
+    const { page, close } = await chromium.open();
+    t.teardown(close);
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page.on('response', (r) => { if (r.status() === 403) refused.push(`${r.request().method()} ${r.url()}`); });
+    await signIn(page, url, token);
+    return { page, buttons: buttonsOf(page) };
   };
 
   await t.test('a read token sees the tracks and the rollout, and no button that would be refused', async (t) => {
-    await signIn(read.json.token);
+    const { page, buttons } = await session(t, read.json.token);
     t.match(await page.getByTestId('signed-in-as').innerText(), /dashboard\s+read/);
     const nav = await page.getByRole('navigation', { name: 'Sections' }).innerText();
     t.match(nav, /Tracks/);
@@ -91,21 +92,20 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
     t.same(refused, [], 'the console never made a call the server refused with 403');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Admin token').waitFor();
+    t.pass('signing out returns to the sign-in form');
   });
 
   await t.test('an operate token gets the rollout controls', async (t) => {
     const operate = await adminCall(url, 'POST', '/admin/tokens', { name: 'on-call', role: 'operate' });
-    await signIn(operate.json.token);
+    const { page, buttons } = await session(t, operate.json.token);
     await page.goto(`${url}/console/#/tracks/app`);
     await page.getByRole('button', { name: 'Pause' }).waitFor();
     t.ok((await buttons()).includes('Abort…'));
     t.notMatch(await page.getByRole('navigation', { name: 'Sections' }).innerText(), /Tokens/);
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.getByLabel('Admin token').waitFor();
   });
 
   await t.test('the admin creates a token, sees its secret once, and revokes it', async (t) => {
-    await signIn(ADMIN_TOKEN);
+    const { page } = await session(t, ADMIN_TOKEN);
     await page.getByRole('link', { name: 'Tokens' }).click();
     await page.getByRole('heading', { name: 'Operator tokens' }).waitFor();
     await page.getByLabel('Name').fill('ci-browser');
@@ -143,6 +143,7 @@ t.test('the console shows each role only what it may do; tokens and the audit lo
   });
 
   await t.test('the Webhooks page shows each webhook waiting on a failing receiver, then delivered', async (t) => {
+    const { page } = await session(t, ADMIN_TOKEN);
     const state = async () => (await adminCall(url, 'GET', '/admin/webhooks')).json;
     await eventually('the events so far are delivered to both', state, (s) => s.webhooks.every((w: { pending: number }) => w.pending === 0));
     // Three refusals: retries 5, 10 and 20 s apart (docs/operations.md), so the failing state

@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { toolPath } from './system-tool-list.js';
 
-// Debian's Chromium driven by playwright-core, as an operator's browser: headless, a fresh
-// profile per test, no network beyond what the page asks for (the test server on loopback).
+// Debian's Chromium driven by playwright-core, as an operator's browser: headless, no network
+// beyond what the page asks for (the test server on loopback). One Chromium per test file,
+// and a fresh context (cookies, storage, tabs) for each subtest that signs in: a subtest that
+// fails half-way leaves its session behind in its own context, not in the next subtest's page,
+// so one failure is reported once rather than again by every subtest after it.
 
 export const CHROMIUM = toolPath('chromium') ?? '/usr/bin/chromium';
 
@@ -15,25 +15,38 @@ const FLAGS = [
   '--no-first-run', '--disable-component-update', '--disable-sync',
 ];
 
+const VIEWPORT = { width: 1280, height: 800 };
+
 export interface Browser {
   readonly context: BrowserContext;
   readonly page: Page;
   close(): Promise<void>;
 }
 
-export async function openBrowser(viewport = { width: 1280, height: 800 }): Promise<Browser> {
+export interface Chromium {
+  /** A new context with one page: nothing of any other context's session is in it. */
+  open(viewport?: { width: number; height: number }): Promise<Browser>;
+  close(): Promise<void>;
+}
+
+export async function launchChromium(): Promise<Chromium> {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does)`);
-  const profile = await mkdtemp(join(tmpdir(), 'updater-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport, timeout: 60_000 });
-  const page = context.pages()[0] ?? (await context.newPage());
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS, timeout: 60_000 });
   return {
-    context,
-    page,
-    async close() {
-      await context.close().catch(() => undefined);
-      await rm(profile, { recursive: true, force: true });
+    async open(viewport = VIEWPORT) {
+      const context = await browser.newContext({ viewport });
+      const page = await context.newPage();
+      return { context, page, close: () => context.close().catch(() => undefined) };
     },
+    close: () => browser.close().catch(() => undefined),
   };
+}
+
+/** One Chromium with one context, for a test that needs a single page. */
+export async function openBrowser(viewport = VIEWPORT): Promise<Browser> {
+  const browser = await launchChromium();
+  const { context, page } = await browser.open(viewport);
+  return { context, page, close: () => browser.close() };
 }
 
 // The focused element's accessible-ish name. A string, because this file is compiled without
@@ -56,4 +69,15 @@ export async function tabTo(page: Page, name: RegExp, limit = 60): Promise<void>
     if (name.test(label)) return;
   }
   throw new Error(`${name} was not reached with ${limit} presses of Tab`);
+}
+
+/**
+ * Signs `page` in to the console at `url` with `token`, starting at `hash` (a view's route,
+ * '' for the tracks): resolves once the signed-in frame shows who is signed in.
+ */
+export async function signIn(page: Page, url: string, token: string, hash = ''): Promise<void> {
+  await page.goto(`${url}/console/${hash}`);
+  await page.getByLabel('Admin token').fill(token);
+  await page.keyboard.press('Enter');
+  await page.getByTestId('signed-in-as').waitFor();
 }
