@@ -50,16 +50,18 @@ export class HeartbeatBatcher<T> {
     const deviceIds = new Array<string>(n);
     const versionHashes = new Array<string>(n);
     const artifacts = new Array<string>(n);
+    const formats = new Array<string>(n);
     for (let i = 0; i < n; i++) {
       const r = batch[i]!.request;
       deviceIds[i] = r.deviceId;
       versionHashes[i] = r.versionHash;
       artifacts[i] = r.artifact;
+      formats[i] = r.deltaFormats ? r.deltaFormats.join(',') : '';
     }
     this.out = true;
     let asked: Promise<HeartbeatAnswers<T>>;
     try {
-      asked = this.ask({ deviceIds, versionHashes, artifacts });
+      asked = this.ask({ deviceIds, versionHashes, artifacts, formats });
     } catch (err) {
       asked = Promise.reject(err);
     }
