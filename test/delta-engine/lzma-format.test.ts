@@ -7,6 +7,7 @@ import t, { type Test } from 'tap';
 import engine from 'updater-delta-engine';
 import { prng } from '../../bench/pairs.js';
 import { checkPair, edgePairs, mutate, randomPair } from '../helpers/delta-fuzz.js';
+import { REPO_ROOT } from '../helpers/server.js';
 
 // The bsdiff-lzma patch format (docs/protocol.md, "Patch formats"): every patch the engine
 // writes rebuilds its target through the engine's streaming apply, and a patch damaged in
@@ -77,4 +78,17 @@ t.test('a damaged bsdiff-lzma patch is refused as corrupt', async (t) => {
     outcomes.set(code, (outcomes.get(code) ?? 0) + 1);
   }
   t.same([...outcomes], [['DELTA_CORRUPT_PATCH', damaged.length]], `all ${damaged.length} damaged patches are refused as corrupt`);
+});
+
+t.test('the worked example of docs/protocol.md decodes to the new file it describes', async (t) => {
+  const dir = await scratch(t);
+  const doc = await readFile(join(REPO_ROOT, 'docs', 'protocol.md'), 'utf8');
+  const block = /<!-- bsdiff-lzma example -->\n```\n([\s\S]*?)\n```/.exec(doc)?.[1] ?? '';
+  const patch = Buffer.from(block.replace(/\s+/g, ''), 'hex');
+  t.equal(patch.length, 212, 'the 212 bytes the text announces');
+  const old = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 'latin1');
+  await writeFile(join(dir, 'old'), old);
+  await writeFile(join(dir, 'patch'), patch);
+  engine.patch(join(dir, 'old'), join(dir, 'patch'), join(dir, 'new'));
+  t.equal((await readFile(join(dir, 'new'))).toString('latin1'), 'ABCDEfGHIJKLMNOPQRSTUVWXYZ0123456789!!');
 });
