@@ -1,15 +1,18 @@
 import { open, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import engine from 'updater-delta-engine';
+import type { DeltaFormat } from '../src/shared/delta-formats.js';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import { faultPoint } from './fault.js';
 import { decompressFileInto } from './zstd-frames.js';
 
-// Step 6: rebuild the target into the inactive slot. Memory: the zstd stream is
-// decompressed one frame (at most 8 MiB of output) at a time into the patch file; the
-// delta engine's streaming bspatch (native/delta) maps the source slot, reads the patch's
+// Step 6: rebuild the target into the inactive slot. Memory: a BSDIFF40 delta's zstd stream
+// is decompressed one frame (at most 8 MiB of output) at a time into the patch file; the
+// delta engine's streaming bspatch (native/delta) reads the source slot, reads the patch's
 // three bzip2 streams as it goes and writes the target 1 MiB at a time, so a delta costs
-// the source slot's pages plus a few MiB, and full mode about one frame.
+// the source slot's pages plus a few MiB, and full mode about one frame. A bsdiff-lzma delta
+// is applied from the downloaded file as it is (its three xz streams decoded as they go,
+// with 1 MiB dictionaries: a few MiB whatever the image size).
 
 const PATCH_FILE = '.patch';
 
@@ -45,13 +48,14 @@ async function decompressTo(zstdPath: string, outPath: string, mode: number, aft
   }
 }
 
-export async function applyDelta(slotDir: string, transferPath: string, sourceSlot: string, targetSlot: string): Promise<void> {
+export async function applyDelta(slotDir: string, transferPath: string, sourceSlot: string, targetSlot: string, format: DeltaFormat = 'bsdiff40'): Promise<void> {
   const patchPath = join(slotDir, PATCH_FILE);
   const mode = await slotMode(sourceSlot);
   try {
-    await decompressTo(transferPath, patchPath, 0o600);
+    if (format === 'bsdiff40') await decompressTo(transferPath, patchPath, 0o600);
     try {
-      engine.patch(sourceSlot, patchPath, targetSlot);
+      // A corrupt patch of either format fails here alike (DELTA_CORRUPT_PATCH → AGENT_RECONSTRUCTION_MISMATCH).
+      engine.patch(sourceSlot, format === 'bsdiff40' ? patchPath : transferPath, targetSlot);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'DELTA_DISK_FULL') throw new UpdaterError('AGENT_DISK_FULL', `${targetSlot}: no space left on the device`);
       throw isUpdaterError(err) ? err

@@ -1,4 +1,5 @@
 import { parseTrackKey, trackKey } from '../src/shared/artifact-key.js';
+import { DELTA_FORMATS, type DeltaFormat } from '../src/shared/delta-formats.js';
 import { LOG_LEVELS } from '../src/shared/logger.js';
 import {
   bytesIn, durationMs, int, leaf, oneOf, Problem, readRequiredText, readText, requiredText, resolvedAgainst, section,
@@ -81,6 +82,15 @@ export function agentSchema(base: string) {
     intervalMs: durationMs('interval', { default: '5m', meaning: 'time between heartbeats when nothing happened' }),
     restartCommand: requiredText('restart_command', {
       meaning: 'run through `/bin/sh -c` after the swap and after a rollback; must exit 0', hint: 'the command that restarts into the new binary',
+    }),
+    deltaFormats: leaf('delta_formats', {
+      default: '`[bsdiff-lzma, bsdiff40]`',
+      meaning: 'the patch formats the agent asks for, most preferred first (docs/protocol.md, "Patch formats"); `[bsdiff40]` restricts it to the BSDIFF40 of every server',
+    }, (value): DeltaFormat[] => {
+      if (value === undefined || value === null) return [...DELTA_FORMATS].reverse();
+      if (!Array.isArray(value) || value.length === 0) throw new Problem(`must be a non-empty list of ${DELTA_FORMATS.join(', ')}`);
+      for (const name of value) if (!(DELTA_FORMATS as readonly unknown[]).includes(name)) throw new Problem(`names ${JSON.stringify(name)}; the agent applies ${DELTA_FORMATS.join(', ')}`);
+      return [...new Set(value as DeltaFormat[])];
     }),
     logLevel: oneOf('log_level', LOG_LEVELS, { default: 'info', meaning: 'trace, debug, info, warn, error' }),
     healthCheckTries: int('health_check_tries', { default: 3, min: 1, max: 10, meaning: 'boot-phase health-check heartbeats before a rollback (spec: up to 3)' }),

@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import { UpdaterError } from '../src/shared/errors.js';
+import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import { sha256File } from '../src/shared/hash.js';
 import { verifyManifest } from '../src/shared/signing.js';
 import { applyDelta, applyFull } from './apply.js';
@@ -38,7 +38,7 @@ export async function updateCycle(ctx: AgentContext): Promise<CycleOutcome> {
   const body = await heartbeatBody(ctx, runningHash, state.runningVersion);
   const answer = await ctx.transports.run('heartbeat', (t) => t.heartbeat(body, ctx.config.requestTimeoutMs));
   const release = await checkRelease(ctx, answer, runningHash);
-  const decision = readManifest(answer, runningHash);
+  const decision = readManifest(answer, runningHash, ctx.config.deltaFormats);
   faultPoint('after-heartbeat');
   if (decision.kind === 'update' && decision.update.targetHash === runningHash) {
     // Already installed: downloading and installing it again would only risk the device.
@@ -64,7 +64,7 @@ export async function updateCycle(ctx: AgentContext): Promise<CycleOutcome> {
     throw new UpdaterError('AGENT_SIGNATURE_INVALID', `the manifest for ${update.targetHash} is not signed by the trusted signing key`);
   }
   faultPoint('after-signature-check');
-  log.info({ mode: update.mode, targetHash: update.targetHash, version: update.targetVersion, transferSize: update.transferSize }, 'update available');
+  log.info({ mode: update.mode, ...(update.mode === 'delta' ? { format: update.format } : {}), targetHash: update.targetHash, version: update.targetVersion, transferSize: update.transferSize }, 'update available');
   await install(ctx, update, active, runningHash, release.sequence);
   return { kind: 'updated', targetHash: update.targetHash };
 }
@@ -86,8 +86,18 @@ async function install(ctx: AgentContext, update: SignedUpdate, active: SlotName
   // 6. rebuild into the inactive slot
   const target = otherSlot(active);
   const targetPath = slots.path(target);
-  if (update.mode === 'delta') await applyDelta(ctx.config.slotDir, transferPath, slots.path(active), targetPath);
-  else await applyFull(transferPath, slots.path(active), targetPath);
+  try {
+    if (update.mode === 'delta') await applyDelta(ctx.config.slotDir, transferPath, slots.path(active), targetPath, update.format);
+    else await applyFull(transferPath, slots.path(active), targetPath);
+  } catch (err) {
+    // A patch that does not apply (corrupt, of either format) is as wrong as a wrong rebuild:
+    // the partial slot goes, and so does the transfer, which would fail the same way again.
+    if (isUpdaterError(err) && err.code === 'AGENT_RECONSTRUCTION_MISMATCH') {
+      await rm(targetPath, { force: true });
+      await downloader.discard();
+    }
+    throw err;
+  }
   faultPoint('after-patch');
   // 7. the slot as written to disk, read back
   const rebuilt = await sha256File(targetPath);

@@ -1,3 +1,4 @@
+import { DEFAULT_DELTA_FORMAT, type DeltaFormat } from '../src/shared/delta-formats.js';
 import { UpdaterError } from '../src/shared/errors.js';
 import { isSha256Hex } from '../src/shared/hash.js';
 
@@ -11,6 +12,8 @@ export type ManifestDecision =
 
 export interface SignedUpdate {
   mode: 'delta' | 'full';
+  /** The delta's patch format (bsdiff40 unless delta_format names one the agent asked for). */
+  format: DeltaFormat;
   endpoint: string;
   targetHash: string;
   targetSize: number;
@@ -27,8 +30,11 @@ function invalid(problem: string): never {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const positiveInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 
-/** `runningHash` is the VersionHash this device sent: a delta must start from it. */
-export function readManifest(body: unknown, runningHash: string): ManifestDecision {
+/**
+ * `runningHash` is the VersionHash this device sent: a delta must start from it. `asked` are
+ * the patch formats its heartbeat named: a delta_format outside them is refused.
+ */
+export function readManifest(body: unknown, runningHash: string, asked: readonly DeltaFormat[] = [DEFAULT_DELTA_FORMAT]): ManifestDecision {
   if (!isObject(body)) invalid('is not an object');
   if (typeof body.update_available !== 'boolean') invalid('has no boolean update_available');
   if (!body.update_available) return { kind: 'up-to-date' };
@@ -47,8 +53,13 @@ export function readManifest(body: unknown, runningHash: string): ManifestDecisi
   if ((delta === undefined) === (binary === undefined)) invalid('must set exactly one of delta_endpoint and binary_endpoint');
   let mode: 'delta' | 'full';
   let endpoint: string;
+  const named = body.delta_format ?? DEFAULT_DELTA_FORMAT;
+  // bsdiff40 is always understood: a server that knows no formats answers with it.
+  if (named !== DEFAULT_DELTA_FORMAT && !asked.includes(named as DeltaFormat)) invalid(`names a delta_format the agent did not ask for (${String(named).slice(0, 40)})`);
+  const format = named as DeltaFormat;
   if (delta !== undefined) {
-    if (delta !== `/delta/${runningHash}/${body.target_hash}`) invalid(`names a delta_endpoint that does not lead from ${runningHash} to target_hash`);
+    const path = `/delta/${runningHash}/${body.target_hash}${format === DEFAULT_DELTA_FORMAT ? '' : `/${format}`}`;
+    if (delta !== path) invalid(`names a delta_endpoint that does not lead from ${runningHash} to target_hash in ${format}`);
     mode = 'delta';
     endpoint = delta;
   } else {
@@ -59,7 +70,7 @@ export function readManifest(body: unknown, runningHash: string): ManifestDecisi
   return {
     kind: 'update',
     update: {
-      mode, endpoint, targetVersion, signature: body.signature,
+      mode, format: mode === 'delta' ? format : DEFAULT_DELTA_FORMAT, endpoint, targetVersion, signature: body.signature,
       targetHash: body.target_hash, targetSize: body.target_size,
       transferHash: body.delta_hash, transferSize: body.delta_size,
     },

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import engine from 'updater-delta-engine';
 import type { ChildJob, ChildOutcome } from './delta-child.js';
 import { runMeasured, type Measured } from './measure.js';
-import { npmExecutablePair } from './npm-pair.js';
+import { FORMAT_CORPUS, npmExecutablePair } from './npm-pair.js';
+import { formatMedianRow, measureFormats } from './patch-formats.js';
 import { elfPair, firmwarePair, type Pair } from './pairs.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
 
@@ -90,6 +91,17 @@ export async function runDeltaBench(): Promise<SuiteRecord> {
         ratios.push({ name: `${pair.name}: bsdiff-node task / native task`, value: median(runs.fallback.map((o) => o.ms)) / taskMs, note: 'the fallback engine, same run' });
       }
     }
+    // The patch formats over the real executables: the corpus pairs, then biome when present.
+    const corpus = [...(await Promise.all(FORMAT_CORPUS.map((p) => npmExecutablePair(p)))), pairs.find((p) => p.name === 'biome')]
+      .filter((p): p is Pair => p !== undefined);
+    const formatRatios: number[] = [];
+    for (const pair of corpus) {
+      const formats = await measureFormats(pair, dir);
+      ratios.push(...formats.rows);
+      Object.assign(record, formats.record);
+      formatRatios.push(formats.lzmaRatio);
+    }
+    if (formatRatios.length > 0) ratios.push(formatMedianRow(formatRatios, corpus.map((p) => p.name)));
     record.ratios = ratios;
     return record;
   } finally {

@@ -50,16 +50,19 @@ export class HeartbeatBatcher<T> {
     const deviceIds = new Array<string>(n);
     const versionHashes = new Array<string>(n);
     const artifacts = new Array<string>(n);
+    let formats: string[] | undefined;
     for (let i = 0; i < n; i++) {
       const r = batch[i]!.request;
       deviceIds[i] = r.deviceId;
       versionHashes[i] = r.versionHash;
       artifacts[i] = r.artifact;
+      // Sent only when some heartbeat of the batch named formats: the batches of old devices stay as they were.
+      if (r.deltaFormats) (formats ??= new Array<string>(n).fill(''))[i] = r.deltaFormats.join(',');
     }
     this.out = true;
     let asked: Promise<HeartbeatAnswers<T>>;
     try {
-      asked = this.ask({ deviceIds, versionHashes, artifacts });
+      asked = this.ask({ deviceIds, versionHashes, artifacts, ...(formats ? { formats } : {}) });
     } catch (err) {
       asked = Promise.reject(err);
     }

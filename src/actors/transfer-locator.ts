@@ -1,4 +1,5 @@
 import type { TransferKind, TransferLocation } from '../messages/store.js';
+import type { DeltaFormat } from '../shared/delta-formats.js';
 import { UpdaterError } from '../shared/errors.js';
 import { CountLru } from '../shared/lru.js';
 import type { ActorContext } from './runtime.js';
@@ -14,7 +15,7 @@ import type { ActorContext } from './runtime.js';
 const LOCATION_ENTRIES = 64;
 const LOCATION_TTL_MS = 2_000;
 
-export type Locate = (kind: TransferKind, to: string, from: string | undefined) => Promise<TransferLocation | null>;
+export type Locate = (kind: TransferKind, to: string, from: string | undefined, format?: DeltaFormat) => Promise<TransferLocation | null>;
 
 export class TransferLocator {
   private readonly locations = new CountLru<string, { location: TransferLocation; until: number }>(LOCATION_ENTRIES);
@@ -23,15 +24,16 @@ export class TransferLocator {
 
   /** Asks the store-keeper through the actor's peer link. */
   static of(ctx: ActorContext): TransferLocator {
-    return new TransferLocator((kind, to, from) => ctx.call('store-keeper', (s) => s.locate(kind, to, from)));
+    return new TransferLocator((kind, to, from, format) => ctx.call('store-keeper', (s) => s.locate(kind, to, from, format)));
   }
 
   /** The finished transfer, or DELTA_NOT_FOUND / BINARY_NOT_FOUND. */
-  async find(kind: TransferKind, to: string, from: string | undefined): Promise<TransferLocation> {
-    const key = locationKey(kind, to, from);
+  async find(kind: TransferKind, to: string, from: string | undefined, format?: DeltaFormat): Promise<TransferLocation> {
+    const key = locationKey(kind, to, from, format);
     const cached = this.locations.get(key);
     if (cached && cached.until > this.now()) return cached.location;
-    const location = await this.locate(kind, to, from);
+    // bsdiff40 is asked for as before (no format argument), so a store of old answers the same.
+    const location = await (format === undefined || format === 'bsdiff40' ? this.locate(kind, to, from) : this.locate(kind, to, from, format));
     if (!location) {
       this.locations.delete(key);
       throw notFound(kind);
@@ -42,13 +44,13 @@ export class TransferLocator {
 
   /** A located file was removed since (retention): forgets it; the error to answer. */
   gone(location: TransferLocation): UpdaterError {
-    this.locations.delete(locationKey(location.kind, location.to, location.from));
+    this.locations.delete(locationKey(location.kind, location.to, location.from, location.format));
     return notFound(location.kind);
   }
 }
 
-function locationKey(kind: TransferKind, to: string, from: string | undefined): string {
-  return `${kind}/${from ?? ''}/${to}`;
+function locationKey(kind: TransferKind, to: string, from: string | undefined, format: DeltaFormat | undefined): string {
+  return format === undefined || format === 'bsdiff40' ? `${kind}/${from ?? ''}/${to}` : `${kind}/${from ?? ''}/${to}/${format}`;
 }
 
 function notFound(kind: TransferKind): UpdaterError {

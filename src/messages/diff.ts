@@ -1,4 +1,5 @@
 import type { DeltaEngine } from '../shared/config/types.js';
+import type { DeltaFormat } from '../shared/delta-formats.js';
 import type { SerializedError } from '../shared/errors.js';
 
 // Tasks for the Piscina diff pool. A task writes one finished temporary file and reports it;
@@ -12,6 +13,8 @@ export type DiffTask =
       readonly targetPath: string;
       readonly targetHash: string;
       readonly engine: DeltaEngine;
+      /** The patch format; bsdiff40 (zstd-compressed) when absent, bsdiff-lzma served as written. */
+      readonly format?: DeltaFormat;
       /** Verified target bytes from the target cache, when it holds them (bsdiff-node only). */
       readonly targetBytes?: SharedArrayBuffer;
       readonly outDir: string;

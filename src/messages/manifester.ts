@@ -18,6 +18,8 @@ export interface HeartbeatBatch {
   readonly deviceIds: readonly string[];
   readonly versionHashes: readonly string[];
   readonly artifacts: readonly string[];
+  /** Each heartbeat's delta_formats joined by commas ('' when it named none): one string, not an array per heartbeat. */
+  readonly formats?: readonly string[];
 }
 
 /** How a front-end wants its answers: the JSON body (HTTP), or CBOR with the CoAP chunk fields (CoAP). */

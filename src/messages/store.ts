@@ -1,14 +1,17 @@
+import type { DeltaFormat } from '../shared/delta-formats.js';
 import type { FileIdentity } from '../shared/protected-files.js';
 import type { TransferKind } from '../shared/store-layout.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 
 export type { TransferKind };
 
-/** A finished, verified derived file: `{from}_{to}.delta.zst` or `{to}.full.zst`. */
+/** A finished, verified derived file: `{from}_{to}.delta.zst` (or `.delta.bsdiff-lzma`) or `{to}.full.zst`. */
 export interface TransferInfo {
   readonly kind: TransferKind;
   /** Source hash, deltas only. */
   readonly from?: string;
+  /** A delta's patch format; absent for bsdiff40 (src/shared/delta-formats.ts). */
+  readonly format?: DeltaFormat;
   readonly to: string;
   /** Size of the bytes on the wire. */
   readonly size: number;
@@ -88,16 +91,16 @@ export interface StoreKeeperApi extends ControlApi {
   /** Ensures `{hash}.full.zst` exists (single-flight per hash). */
   ensureFull(hash: string): Promise<TransferInfo>;
   /**
-   * Ensures `{from}_{to}.delta.zst` exists (single-flight per pair). Rejects with
-   * DELTA_TOO_LARGE when a binary exceeds `store.delta_max_source_mb`.
+   * Ensures the pair's delta of `format` (bsdiff40 unless given) exists, single-flight per
+   * (pair, format). Rejects with DELTA_TOO_LARGE when a binary exceeds `store.delta_max_source_mb`.
    */
-  ensureDelta(from: string, to: string): Promise<TransferInfo>;
+  ensureDelta(from: string, to: string, format?: DeltaFormat): Promise<TransferInfo>;
   /** Cluster mode: indexes `{hash}.bin` that another replica stored in the shared directory. */
   adoptBinary(hash: string): Promise<BinaryInfo>;
   snapshot(): Promise<StoreSnapshot>;
   /** Whether the store takes writes now (a full or read-only store still serves). */
   condition(): Promise<StoreCondition>;
-  locate(kind: TransferKind, to: string, from?: string): Promise<TransferLocation | null>;
+  locate(kind: TransferKind, to: string, from?: string, format?: DeltaFormat): Promise<TransferLocation | null>;
   /** Lists the store's files with sizes and modification times. */
   inventory(): Promise<StoreInventory>;
   /**

@@ -22,7 +22,9 @@ const server = await startTestServer(fixture, [
 t.teardown(() => server.stop());
 /** A binary the server has never seen: such a device is served full mode. */
 const strangerBytes = firmware(200_000, 'stranger');
-const deltaManifest = await heartbeatUntilSigned(server.url, v1.hash, 'app');
+// The agent asks for bsdiff-lzma first by default: its delta is the one it downloads.
+const deltaManifest = await heartbeatUntilSigned(server.url, v1.hash, 'app', 60_000, undefined, ['bsdiff-lzma', 'bsdiff40']);
+await heartbeatUntilSigned(server.url, v1.hash, 'app');
 const fullManifest = await heartbeatUntilSigned(server.url, sha256Hex(strangerBytes), 'app');
 
 function failedWith(run: AgentRun, code: string): boolean {

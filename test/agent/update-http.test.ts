@@ -25,7 +25,7 @@ t.test('a device on v1 updates to v2 by delta over HTTP and confirms it in the b
   expectExit(t, run);
   if (logged(run, 'update being prepared; heartbeat again later')) {
     t.notOk(logged(run, 'update available'), 'a pending manifest leads to no download');
-    await heartbeatUntilSigned(server.url, v1.hash, 'app');
+    await heartbeatUntilSigned(server.url, v1.hash, 'app', 60_000, undefined, ['bsdiff-lzma', 'bsdiff40']);
     run = await device.runOnce();
     expectExit(t, run);
   }

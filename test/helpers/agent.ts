@@ -135,6 +135,8 @@ export async function startUpdateWorld(t: Test, size = 1_500_000, options: { coa
   // With devices.auth on, the warm-up heartbeats are an enrolled device's too.
   const token = options.devices ? await warmUpToken(server.url) : undefined;
   await heartbeatUntilSigned(server.url, v1.hash, 'app', 60_000, token);
+  // The agent asks for bsdiff-lzma by default: that delta is made ready too.
+  await heartbeatUntilSigned(server.url, v1.hash, 'app', 60_000, token, ['bsdiff-lzma']);
   await heartbeatUntilSigned(server.url, sha256Hex(strangerBytes), 'app', 60_000, token);
   return { fixture, server, v1Bytes, v2Bytes, v1Hash: v1.hash, v2Hash: v2.hash, strangerBytes, ...(coapPort ? { coapUrl: `coap://127.0.0.1:${coapPort}` } : {}) };
 }

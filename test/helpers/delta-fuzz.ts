@@ -95,8 +95,11 @@ export interface FuzzOutcome {
   readonly patchBytes: number;
 }
 
-/** Diffs one pair with the engine, applies the patch with stock bspatch and the engine; throws on any difference. */
-export async function checkPair(dir: string, pair: FuzzPair): Promise<FuzzOutcome> {
+/**
+ * Diffs one pair with the engine, applies the patch with stock bspatch (BSDIFF40 only) and
+ * the engine; throws on any difference.
+ */
+export async function checkPair(dir: string, pair: FuzzPair, format: 'bsdiff40' | 'bsdiff-lzma' = 'bsdiff40'): Promise<FuzzOutcome> {
   const oldPath = join(dir, 'old');
   const newPath = join(dir, 'new');
   const patchPath = join(dir, 'patch');
@@ -105,10 +108,12 @@ export async function checkPair(dir: string, pair: FuzzPair): Promise<FuzzOutcom
   await writeFile(oldPath, pair.old);
   await writeFile(newPath, pair.next);
   try {
-    const { stdout } = await run(engine.programPath, ['diff', oldPath, newPath, patchPath]);
+    const { stdout } = await run(engine.programPath, ['diff', oldPath, newPath, patchPath, format]);
     const report = JSON.parse(stdout) as { patchBytes: number };
-    await run('bspatch', [oldPath, stockPath, patchPath]);
-    if (!(await readFile(stockPath)).equals(pair.next)) throw new Error(`${pair.name}: stock bspatch rebuilt different bytes`);
+    if (format === 'bsdiff40') {
+      await run('bspatch', [oldPath, stockPath, patchPath]);
+      if (!(await readFile(stockPath)).equals(pair.next)) throw new Error(`${pair.name}: stock bspatch rebuilt different bytes`);
+    }
     engine.patch(oldPath, patchPath, oursPath);
     if (!(await readFile(oursPath)).equals(pair.next)) throw new Error(`${pair.name}: the engine's patch rebuilt different bytes`);
     return { patchBytes: report.patchBytes };

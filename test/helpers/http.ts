@@ -11,7 +11,7 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 }
 
 /** `token`: a device token (devices.auth on), sent as `Authorization: Bearer`. */
-export async function heartbeat(baseUrl: string, versionHash: string, artifact?: string, token?: string): Promise<{ status: number; json: any }> {
+export async function heartbeat(baseUrl: string, versionHash: string, artifact?: string, token?: string, deltaFormats?: string[]): Promise<{ status: number; json: any }> {
   return postJson(`${baseUrl}/heartbeat`, {
     device_id: 'device-0001',
     version_hash: versionHash,
@@ -19,14 +19,15 @@ export async function heartbeat(baseUrl: string, versionHash: string, artifact?:
     timestamp: Math.floor(Date.now() / 1000),
     version: '1.0.0',
     ...(artifact !== undefined ? { artifact } : {}),
+    ...(deltaFormats ? { delta_formats: deltaFormats } : {}),
   }, token ? { authorization: `Bearer ${token}` } : {});
 }
 
 /** Heartbeats until the manifest is signed (the delta or full file is ready). */
-export async function heartbeatUntilSigned(baseUrl: string, versionHash: string, artifact?: string, timeoutMs = 60_000, token?: string): Promise<Manifest> {
+export async function heartbeatUntilSigned(baseUrl: string, versionHash: string, artifact?: string, timeoutMs = 60_000, token?: string, deltaFormats?: string[]): Promise<Manifest> {
   const started = Date.now();
   for (;;) {
-    const { status, json } = await heartbeat(baseUrl, versionHash, artifact, token);
+    const { status, json } = await heartbeat(baseUrl, versionHash, artifact, token, deltaFormats);
     if (status !== 200) throw new Error(`heartbeat answered ${status}: ${JSON.stringify(json)}`);
     if (json.signature) return json as Manifest;
     if (Date.now() - started > timeoutMs) throw new Error(`no signed manifest within ${timeoutMs} ms: ${JSON.stringify(json)}`);

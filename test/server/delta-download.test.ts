@@ -26,6 +26,7 @@ t.test('a device on v1 gets a signed delta that stock zstd and bspatch turn into
   t.equal(manifest.target_size, v2.size);
   t.equal(manifest.delta_endpoint, `/delta/${v1.hash}/${v2.hash}`);
   t.notOk(manifest.binary_endpoint, 'delta mode sets only the delta endpoint');
+  t.notOk('delta_format' in manifest, 'a heartbeat naming no delta_formats gets bsdiff40, and no delta_format');
   t.notOk(manifest.retry_after);
   t.ok(verifyManifest(fixture.publicKey, manifest.target_hash, manifest.delta_hash, manifest.signature!), 'signature verifies with the public key');
   t.notOk(verifyManifest(fixture.publicKey, v1.hash, manifest.delta_hash, manifest.signature!), 'the signature binds the target hash');

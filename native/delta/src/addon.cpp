@@ -74,11 +74,22 @@ napi_value Verify(napi_env env, napi_callback_info info) {
   });
 }
 
+// diff(old, new, patch, format?): the format's name, "bsdiff40" unless given.
 napi_value Diff(napi_env env, napi_callback_info info) {
   std::string paths[3];
   if (!threePaths(env, info, paths)) return nullptr;
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  std::string formatName = "bsdiff40";
+  napi_valuetype type = napi_undefined;
+  if (argc == 4) napi_typeof(env, argv[3], &type);
+  if (type != napi_undefined && !stringArg(env, argv[3], &formatName)) {
+    napi_throw_type_error(env, "DELTA_USAGE", "the format is a name");
+    return nullptr;
+  }
   return guarded(env, [&] {
-    const delta::DiffStats stats = delta::writeDiff(paths[0], paths[1], paths[2]);
+    const delta::DiffStats stats = delta::writeDiff(paths[0], paths[1], paths[2], delta::formatNamed(formatName));
     napi_value result;
     napi_create_double(env, static_cast<double>(stats.patchBytes), &result);
     return result;

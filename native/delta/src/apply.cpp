@@ -1,6 +1,7 @@
-// bspatch, streamed: the three bzip2 streams of the patch are read at their own offsets and
-// decompressed as the control triples ask for bytes, and the rebuilt file leaves through a
-// sink 1 MiB at a time (to a file on the device, or compared with the target on the server).
+// bspatch, streamed: the three compressed streams of the patch (bzip2 in BSDIFF40, xz in
+// bsdiff-lzma, told apart by the magic) are read at their own offsets and decompressed as
+// the control triples ask for bytes, and the rebuilt file leaves through a sink 1 MiB at a
+// time (to a file on the device, or compared with the target on the server).
 #include "apply.hpp"
 
 #include <bzlib.h>
@@ -10,15 +11,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "format.hpp"
 #include "io.hpp"
+#include "patch-source.hpp"
 
 namespace delta {
 namespace {
-
-[[noreturn]] void corrupt(const std::string& why) { throw Failure("CORRUPT_PATCH", "the patch is corrupt: " + why); }
 
 struct Fd {
   int fd;
@@ -126,14 +127,40 @@ class OldReader {
   std::vector<uint8_t> buffer_;
 };
 
-int64_t apply(const std::string& oldPath, const std::string& patchPath, Sink& sink, int64_t expectedSize) {
-  OldReader old(oldPath);
-  Fd patch{::open(patchPath.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (patch.fd < 0) throw Failure("IO", errnoText("cannot open", patchPath));
-  const int64_t patchSize = ::lseek(patch.fd, 0, SEEK_END);
-  uint8_t header[kHeaderBytes];
-  if (patchSize < kHeaderBytes || ::pread(patch.fd, header, kHeaderBytes, 0) != kHeaderBytes) corrupt("no header");
-  if (std::memcmp(header, kMagic, 8) != 0) corrupt("not BSDIFF40");
+class Bsdiff40Source : public PatchSource {
+ public:
+  Bsdiff40Source(int fd, int64_t patchSize, int64_t ctrlBytes, int64_t diffBytes, int64_t newSize)
+      : newSize_(newSize),
+        ctrl_(fd, kHeaderBytes, ctrlBytes),
+        diff_(fd, kHeaderBytes + ctrlBytes, diffBytes),
+        extra_(fd, kHeaderBytes + ctrlBytes + diffBytes, patchSize - kHeaderBytes - ctrlBytes - diffBytes) {}
+  int64_t newSize() const override { return newSize_; }
+  void control(int64_t* copy, int64_t* extra, int64_t* seek) override {
+    uint8_t control[24];
+    ctrl_.readExact(control, sizeof(control));
+    *copy = readOffset(control);
+    *extra = readOffset(control + 8);
+    *seek = readOffset(control + 16);
+  }
+  void diff(uint8_t* into, size_t length) override { diff_.readExact(into, length); }
+  void extra(uint8_t* into, size_t length) override { extra_.readExact(into, length); }
+
+ private:
+  int64_t newSize_;
+  Bz2Reader ctrl_;
+  Bz2Reader diff_;
+  Bz2Reader extra_;
+};
+
+std::unique_ptr<PatchSource> openSource(int fd) {
+  const int64_t patchSize = ::lseek(fd, 0, SEEK_END);
+  uint8_t header[kLzmaHeaderBytes];
+  if (patchSize < kHeaderBytes || ::pread(fd, header, kHeaderBytes, 0) != kHeaderBytes) corrupt("no header");
+  if (std::memcmp(header, kLzmaMagic, 8) == 0) {
+    if (patchSize < kLzmaHeaderBytes || ::pread(fd, header, kLzmaHeaderBytes, 0) != kLzmaHeaderBytes) corrupt("no header");
+    return openLzmaSource(fd, patchSize, header);
+  }
+  if (std::memcmp(header, kMagic, 8) != 0) corrupt("neither BSDIFF40 nor bsdiff-lzma");
   const int64_t ctrlBytes = readOffset(header + 8);
   const int64_t diffBytes = readOffset(header + 16);
   const int64_t newSize = readOffset(header + 24);
@@ -141,27 +168,30 @@ int64_t apply(const std::string& oldPath, const std::string& patchPath, Sink& si
       diffBytes > patchSize - kHeaderBytes - ctrlBytes) {
     corrupt("impossible lengths in the header");
   }
+  return std::make_unique<Bsdiff40Source>(fd, patchSize, ctrlBytes, diffBytes, newSize);
+}
+
+int64_t apply(const std::string& oldPath, const std::string& patchPath, Sink& sink, int64_t expectedSize) {
+  OldReader old(oldPath);
+  Fd patch{::open(patchPath.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (patch.fd < 0) throw Failure("IO", errnoText("cannot open", patchPath));
+  const std::unique_ptr<PatchSource> source = openSource(patch.fd);
+  const int64_t newSize = source->newSize();
   if (expectedSize >= 0 && newSize != expectedSize) {
     throw Failure("MISMATCH", "the patch rebuilds " + std::to_string(newSize) + " bytes, not " + std::to_string(expectedSize));
   }
-  Bz2Reader ctrl(patch.fd, kHeaderBytes, ctrlBytes);
-  Bz2Reader diff(patch.fd, kHeaderBytes + ctrlBytes, diffBytes);
-  Bz2Reader extra(patch.fd, kHeaderBytes + ctrlBytes + diffBytes, patchSize - kHeaderBytes - ctrlBytes - diffBytes);
 
   std::vector<uint8_t> chunk(1 << 20);
   int64_t oldPosition = 0, newPosition = 0;
   while (newPosition < newSize) {
-    uint8_t control[24];
-    ctrl.readExact(control, sizeof(control));
-    const int64_t copyLength = readOffset(control);
-    const int64_t extraLength = readOffset(control + 8);
-    const int64_t seek = readOffset(control + 16);
+    int64_t copyLength, extraLength, seek;
+    source->control(&copyLength, &extraLength, &seek);
     if (copyLength < 0 || extraLength < 0 || copyLength > newSize - newPosition || extraLength > newSize - newPosition - copyLength) {
       corrupt("a control triple runs past the new file");
     }
     for (int64_t done = 0; done < copyLength;) {
       const size_t take = static_cast<size_t>(std::min<int64_t>(copyLength - done, static_cast<int64_t>(chunk.size())));
-      diff.readExact(chunk.data(), take);
+      source->diff(chunk.data(), take);
       // As stock bspatch: bytes whose old position falls outside the old file add nothing.
       old.addTo(chunk.data(), take, oldPosition + done);
       sink.put(chunk.data(), take);
@@ -171,7 +201,7 @@ int64_t apply(const std::string& oldPath, const std::string& patchPath, Sink& si
     oldPosition += copyLength;
     for (int64_t done = 0; done < extraLength;) {
       const size_t take = static_cast<size_t>(std::min<int64_t>(extraLength - done, static_cast<int64_t>(chunk.size())));
-      extra.readExact(chunk.data(), take);
+      source->extra(chunk.data(), take);
       sink.put(chunk.data(), take);
       done += static_cast<int64_t>(take);
     }
@@ -179,6 +209,7 @@ int64_t apply(const std::string& oldPath, const std::string& patchPath, Sink& si
     if (seek > INT64_C(1) << 40 || seek < -(INT64_C(1) << 40)) corrupt("a control triple seeks too far");
     oldPosition += seek;
   }
+  source->finish();
   return newSize;
 }
 

@@ -5,7 +5,8 @@
 
 namespace delta {
 
-// Rebuilds the new file from `oldPath` and the BSDIFF40 patch at `patchPath` into `outPath`
+// Rebuilds the new file from `oldPath` and the patch (BSDIFF40 or bsdiff-lzma, by its magic)
+// at `patchPath` into `outPath`
 // (created, fsynced), streaming: memory is the mapped old file plus fixed buffers.
 // Returns the rebuilt size.
 int64_t writePatched(const std::string& oldPath, const std::string& patchPath, const std::string& outPath);

@@ -1,7 +1,9 @@
 // updater-delta: the engine as a program of its own, so the server runs each generation in a
 // child process (a crash of native code ends that child, never the server).
 //
-//   updater-delta diff OLD NEW PATCH     write the patch, then verify it rebuilds NEW
+//   updater-delta diff OLD NEW PATCH [FORMAT]
+//                                        write the patch (bsdiff40, the default, or
+//                                        bsdiff-lzma), then verify it rebuilds NEW
 //   updater-delta verify OLD PATCH NEW   apply PATCH to OLD, compare with NEW
 //   updater-delta patch OLD PATCH OUT    apply PATCH to OLD into OUT
 //   updater-delta sa-check SEED ROUNDS   compare SA-IS with a naive sort on random strings
@@ -66,8 +68,9 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 int run(int argc, char** argv) {
   const std::string command = argc > 1 ? argv[1] : "";
-  if (command == "diff" && argc == 5) {
-    const delta::DiffStats stats = delta::writeDiff(argv[2], argv[3], argv[4]);
+  if (command == "diff" && (argc == 5 || argc == 6)) {
+    const delta::Format format = argc == 6 ? delta::formatNamed(argv[5]) : delta::Format::Bsdiff40;
+    const delta::DiffStats stats = delta::writeDiff(argv[2], argv[3], argv[4], format);
     const auto verifyStart = std::chrono::steady_clock::now();
     delta::verifyPatch(argv[2], argv[4], argv[3]);
     std::printf("{\"patchBytes\":%lld,\"controls\":%lld,\"sortSeconds\":%.3f,\"scanSeconds\":%.3f,\"diffSeconds\":%.3f,\"verifySeconds\":%.3f}\n",
@@ -90,7 +93,7 @@ int run(int argc, char** argv) {
     std::printf("{\"checked\":%d}\n", std::atoi(argv[3]));
     return 0;
   }
-  throw delta::Failure("USAGE", "usage: updater-delta diff OLD NEW PATCH | verify OLD PATCH NEW | patch OLD PATCH OUT | sa-check SEED ROUNDS");
+  throw delta::Failure("USAGE", "usage: updater-delta diff OLD NEW PATCH [bsdiff40|bsdiff-lzma] | verify OLD PATCH NEW | patch OLD PATCH OUT | sa-check SEED ROUNDS");
 }
 
 }  // namespace

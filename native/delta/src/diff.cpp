@@ -1,8 +1,9 @@
-// The classic bsdiff 4 search (Percival 2003) over a suffix array built by SA-IS, writing the
-// BSDIFF40 format that stock `bspatch` reads: a 32-byte header, then three bzip2 streams
-// (control triples, byte-wise differences, extra bytes). The streams are compressed by
-// threads of their own while the search goes on, each into a scratch file, and then
-// concatenated behind the header: no part of the patch is held whole in memory.
+// The classic bsdiff 4 search (Percival 2003) over a suffix array built by SA-IS, writing
+// either the BSDIFF40 format that stock `bspatch` reads (a 32-byte header, then three bzip2
+// streams: control triples, byte-wise differences, extra bytes) or bsdiff-lzma (the same
+// search, its streams coded tighter and compressed by xz; see format.hpp). The streams are
+// compressed by threads of their own while the search goes on, each into a scratch file,
+// and then concatenated behind the header: no part of the patch is held whole in memory.
 #include "diff.hpp"
 
 #include <unistd.h>
@@ -12,9 +13,10 @@
 #include <memory>
 #include <vector>
 
-#include "bz2-stream.hpp"
 #include "format.hpp"
+#include "packed-stream.hpp"
 #include "sais.hpp"
+#include "stream-writers.hpp"
 
 namespace delta {
 namespace {
@@ -87,26 +89,6 @@ class PrefixIndex {
   int64_t lastKey_ = -1;
 };
 
-// Differences are staged in a small buffer: the bzip2 thread takes them 1 MiB at a time.
-class DiffWriter {
- public:
-  explicit DiffWriter(Bz2Stream& stream) : stream_(stream) {}
-  void add(const uint8_t* target, const uint8_t* old, int64_t length) {
-    while (length > 0) {
-      const int64_t take = std::min<int64_t>(length, sizeof(buffer_));
-      for (int64_t i = 0; i < take; i++) buffer_[i] = static_cast<uint8_t>(target[i] - old[i]);
-      stream_.write(buffer_, static_cast<size_t>(take));
-      target += take;
-      old += take;
-      length -= take;
-    }
-  }
-
- private:
-  Bz2Stream& stream_;
-  uint8_t buffer_[1 << 16];
-};
-
 void appendFile(FileWriter& out, const std::string& path) {
   MappedFile part(path);
   out.write(part.data(), static_cast<size_t>(part.size()));
@@ -124,7 +106,13 @@ void checkSizes(int64_t oldSize, int64_t newSize) {
   }
 }
 
-DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, const std::string& patchPath) {
+Format formatNamed(const std::string& name) {
+  if (name == "bsdiff40") return Format::Bsdiff40;
+  if (name == "bsdiff-lzma") return Format::BsdiffLzma;
+  throw Failure("USAGE", "unknown patch format " + name + " (bsdiff40 or bsdiff-lzma)");
+}
+
+DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, const std::string& patchPath, Format format) {
   const auto started = std::chrono::steady_clock::now();
   DiffStats stats;
   MappedFile oldFile(oldPath);
@@ -149,12 +137,13 @@ DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, cons
       for (const auto& path : paths) ::unlink(path.c_str());
     }
   } cleanup{{ctrlPath, diffPath, extraPath}};
-  int64_t ctrlBytes, diffBytes;
+  int64_t ctrlBytes, diffBytes, extraBytes;
   {
-    Bz2Stream ctrlStream(ctrlPath);
-    Bz2Stream diffStream(diffPath);
-    Bz2Stream extraStream(extraPath);
-    auto diffs = std::make_unique<DiffWriter>(diffStream);
+    const Codec codec = format == Format::Bsdiff40 ? Codec::Bzip2 : Codec::Xz;
+    PackedStream ctrlStream(ctrlPath, codec);
+    PackedStream diffStream(diffPath, codec);
+    PackedStream extraStream(extraPath, codec);
+    auto diffs = std::make_unique<DiffWriter>(diffStream, format);
 
     int64_t scan = 0, length = 0, position = 0;
     int64_t lastScan = 0, lastPosition = 0, lastOffset = 0;
@@ -214,11 +203,7 @@ DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, cons
       const int64_t extraLength = (scan - backward) - (lastScan + forward);
       diffs->add(target + lastScan, old + lastPosition, forward);
       extraStream.write(target + lastScan + forward, static_cast<size_t>(extraLength));
-      uint8_t control[24];
-      writeOffset(forward, control);
-      writeOffset(extraLength, control + 8);
-      writeOffset((position - backward) - (lastPosition + forward), control + 16);
-      ctrlStream.write(control, sizeof(control));
+      writeControl(ctrlStream, format, forward, extraLength, (position - backward) - (lastPosition + forward));
       stats.controls++;
 
       lastScan = scan - backward;
@@ -228,18 +213,28 @@ DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, cons
     stats.scanSeconds = secondsSince(started) - stats.sortSeconds;
     // The suffix array is not needed for the rest: give its memory back before bzip2 ends.
     std::vector<int32_t>().swap(sa);
+    diffs->finish();
     ctrlBytes = ctrlStream.finish();
     diffBytes = diffStream.finish();
-    extraStream.finish();
+    extraBytes = extraStream.finish();
   }
 
   FileWriter patch(patchPath);
-  uint8_t header[kHeaderBytes];
-  std::memcpy(header, kMagic, 8);
-  writeOffset(ctrlBytes, header + 8);
-  writeOffset(diffBytes, header + 16);
-  writeOffset(newSize, header + 24);
-  patch.write(header, sizeof(header));
+  uint8_t header[kLzmaHeaderBytes];
+  if (format == Format::Bsdiff40) {
+    std::memcpy(header, kMagic, 8);
+    writeOffset(ctrlBytes, header + 8);
+    writeOffset(diffBytes, header + 16);
+    writeOffset(newSize, header + 24);
+    patch.write(header, kHeaderBytes);
+  } else {
+    std::memcpy(header, kLzmaMagic, 8);
+    writeU64(static_cast<uint64_t>(newSize), header + 8);
+    writeU64(static_cast<uint64_t>(ctrlBytes), header + 16);
+    writeU64(static_cast<uint64_t>(diffBytes), header + 24);
+    writeU64(static_cast<uint64_t>(extraBytes), header + 32);
+    patch.write(header, kLzmaHeaderBytes);
+  }
   appendFile(patch, ctrlPath);
   appendFile(patch, diffPath);
   appendFile(patch, extraPath);

@@ -5,6 +5,7 @@ import { encodeBlockOption, parseBlockOption } from '../../shared/wire/block2.js
 import { echoValue } from '../../shared/wire/echo.js';
 import { validateHeartbeat, validateReport } from '../../shared/wire/validate.js';
 import { UpdaterError, errorIsInternal, isUpdaterError } from '../../shared/errors.js';
+import { patchFormatSegment } from '../../shared/delta-formats.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
 import { answerBudget, ECHO_OPTION, type AddressProof } from './amplification.js';
@@ -106,10 +107,12 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     const [from, to] = kind === 'delta'
       ? [assertSha256Hex(path[1], 'from'), assertSha256Hex(path[2], 'to')]
       : [undefined, assertSha256Hex(path[1], 'hash')];
+    // delta/{from}/{to}/{format}: a delta of another patch format than bsdiff40.
+    const format = kind === 'delta' ? patchFormatSegment(path[3]) : undefined;
     const blockOption = optionValue(req, 'Block2');
     const requested = blockOption ? parseBlockOption(blockOption) : undefined;
     if (blockOption && !requested) throw new UpdaterError('INVALID_FIELD', 'the Block2 option is malformed (SZX 7 or longer than 3 bytes)');
-    const location = await transfers.find(kind, to, from);
+    const location = await transfers.find(kind, to, from, format);
     // An unproven source gets a block small enough for the 3x rule, with an Echo value that
     // earns it the size it asked for on its next request.
     const capped = requested && !proven(req, deps) ? unprovenBlock(requested, answerBudget(requestBytes(req)) - answerBytes(req, 0, TRANSFER_OPTION_BYTES)) : requested;
@@ -147,7 +150,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     const stop = metrics.startRequest(name);
     let code: string;
     try {
-      if (!route || path.length !== route.segments) throw new UpdaterError('NOT_FOUND', `no resource /${path.join('/')}`);
+      if (!route || (path.length !== route.segments && !(route === routes.delta && path.length === 4))) throw new UpdaterError('NOT_FOUND', `no resource /${path.join('/')}`);
       if (req.method !== route.method) throw new UpdaterError('METHOD_NOT_ALLOWED', `${route.name} takes ${route.method}`);
       code = await route.handler(req, res, path);
     } catch (err) {

@@ -1,4 +1,5 @@
 import type { TransferKind, TransferLocation } from '../../messages/store.js';
+import type { DeltaFormat } from '../../shared/delta-formats.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { TransferLocator } from '../transfer-locator.js';
 import { OpenFiles } from './open-files.js';
@@ -12,8 +13,8 @@ export class TransferReader {
 
   constructor(readonly locator: TransferLocator) {}
 
-  find(kind: TransferKind, to: string, from: string | undefined): Promise<TransferLocation> {
-    return this.locator.find(kind, to, from);
+  find(kind: TransferKind, to: string, from: string | undefined, format?: DeltaFormat): Promise<TransferLocation> {
+    return this.locator.find(kind, to, from, format);
   }
 
   /** Reads `length` bytes at `offset` from shared memory or the file; never more than one block. */

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import engine from 'updater-delta-engine';
+import type { DeltaFormat } from '../../shared/delta-formats.js';
 import { UpdaterError } from '../../shared/errors.js';
 
 // The native delta engine (native/delta: SA-IS suffix array, classic BSDIFF40 output) runs
@@ -19,10 +20,11 @@ export interface EngineReport {
 /** Longest stderr kept for the error message; the program prints one short JSON line. */
 const MAX_STDERR = 4096;
 
-/** Runs `program diff` (the engine's program unless a test hands another). */
-export function nativeDiff(sourcePath: string, targetPath: string, patchPath: string, program = engine.programPath): Promise<EngineReport> {
+/** Runs `program diff` (the engine's program unless a test hands another) for a patch of `format` (bsdiff40 unless given). */
+export function nativeDiff(sourcePath: string, targetPath: string, patchPath: string, program = engine.programPath, format?: DeltaFormat): Promise<EngineReport> {
   return new Promise((resolve, reject) => {
-    const child = spawn(program, ['diff', sourcePath, targetPath, patchPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = ['diff', sourcePath, targetPath, patchPath, ...(format && format !== 'bsdiff40' ? [format] : [])];
+    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));

@@ -8,7 +8,8 @@ import { sha256File } from '../../shared/hash.js';
 import { zstdCompress } from './zstd.js';
 import { nativeDiff } from './native-engine.js';
 
-// One diff job: a BSDIFF40 patch then zstd (a delta) or zstd alone (a full file). It verifies
+// One diff job: a BSDIFF40 patch then zstd, or a bsdiff-lzma patch stored as written (its
+// streams are xz already: zstd over them only added bytes), as a delta; or zstd alone (a full file). It verifies
 // its inputs and its own output before it reports, so the store only ever publishes files that
 // rebuild the target bit for bit. The patch comes from the engine the task names
 // (`store.delta_engine`): our native engine in a child process, or bsdiff-node in this thread.
@@ -45,8 +46,10 @@ async function makeDelta(task: Extract<DiffTask, { kind: 'delta' }>): Promise<Om
     if (task.engine === 'native') {
       await nativeDelta(task, patchPath);
     } else {
+      if (task.format !== undefined && task.format !== 'bsdiff40') throw new UpdaterError('DIFF_FAILED', `bsdiff-node writes bsdiff40 only, not ${task.format}`);
       await bsdiffNodeDelta(task, patchPath);
     }
+    if (task.format === 'bsdiff-lzma') return await copyFile(patchPath, task.outDir);
     return await compressFile(patchPath, undefined, task.outDir, DELTA_ZSTD_LEVEL);
   } finally {
     await rm(patchPath, { force: true });
@@ -61,7 +64,7 @@ async function makeDelta(task: Extract<DiffTask, { kind: 'delta' }>): Promise<Om
  */
 async function nativeDelta(task: Extract<DiffTask, { kind: 'delta' }>, patchPath: string): Promise<void> {
   const settled = await Promise.allSettled([
-    nativeDiff(task.sourcePath, task.targetPath, patchPath),
+    nativeDiff(task.sourcePath, task.targetPath, patchPath, undefined, task.format),
     expectHash(task.sourcePath, task.sourceHash),
     expectHash(task.targetPath, task.targetHash),
   ]);
@@ -111,7 +114,15 @@ async function expectRebuilt(path: string, targetHash: string, targetBytes?: Sha
   if (hash !== targetHash) throw new UpdaterError('DIFF_FAILED', 'the patch does not rebuild the target');
 }
 
-/** Compresses `inputPath` into a new fsynced temporary in `outDir`, hashing both sides. */
+/** Copies `inputPath` as it is into a new fsynced temporary in `outDir`, hashing it. */
+function copyFile(inputPath: string, outDir: string): Promise<Omit<DiffResult, 'durationMs'>> {
+  return compressFile(inputPath, undefined, outDir, 0);
+}
+
+/**
+ * Compresses `inputPath` into a new fsynced temporary in `outDir`, hashing both sides; level 0
+ * copies the bytes unchanged.
+ */
 async function compressFile(inputPath: string, expectedInputHash: string | undefined, outDir: string, level: number): Promise<Omit<DiffResult, 'durationMs'>> {
   const input = await open(inputPath, 'r');
   const { path: tempPath, handle: output } = await openTemp(outDir);
@@ -125,12 +136,12 @@ async function compressFile(inputPath: string, expectedInputHash: string | undef
       if (bytesRead === 0) break;
       const slice = chunk.subarray(0, bytesRead);
       inputHasher.update(slice);
-      const frame = await zstdCompress(Buffer.from(slice), level);
+      const frame = level === 0 ? slice : await zstdCompress(Buffer.from(slice), level);
       outputHasher.update(frame);
       await writeFully(output, frame);
       size += frame.length;
     }
-    if (size === 0) {
+    if (size === 0 && level > 0) {
       // An empty input still needs a valid zstd stream.
       const frame = await zstdCompress(Buffer.alloc(0), level);
       outputHasher.update(frame);

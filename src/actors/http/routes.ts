@@ -7,6 +7,7 @@ import type { TransferLocator } from '../transfer-locator.js';
 import type { TransferKind } from '../../messages/store.js';
 import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../shared/wire/validate.js';
 import { UpdaterError, errorIsInternal } from '../../shared/errors.js';
+import { patchFormatSegment, type DeltaFormat } from '../../shared/delta-formats.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import type { ActorContext } from '../runtime.js';
 import { parseJson, readBody } from './body.js';
@@ -130,6 +131,14 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
     await serveTransfer(ex, req, 'delta', to, from, deps);
   });
 
+  // A delta of another patch format than bsdiff40 (the manifest's delta_format).
+  route('get', '/delta/:from/:to/:format', 'delta', async (ex, req, certified) => {
+    gate.admitBearer(authorizationOf(req), certified);
+    const from = assertSha256Hex(req.getParameter(0), 'from');
+    const to = assertSha256Hex(req.getParameter(1), 'to');
+    await serveTransfer(ex, req, 'delta', to, from, deps, patchFormatSegment(req.getParameter(2)));
+  });
+
   route('get', '/binary/:hash', 'binary', async (ex, req, certified) => {
     gate.admitBearer(authorizationOf(req), certified);
     const hash = assertSha256Hex(req.getParameter(0), 'hash');
@@ -161,12 +170,12 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   }
 }
 
-async function serveTransfer(ex: Exchange, req: HttpRequest, kind: TransferKind, to: string, from: string | undefined, deps: RouteDeps): Promise<void> {
+async function serveTransfer(ex: Exchange, req: HttpRequest, kind: TransferKind, to: string, from: string | undefined, deps: RouteDeps, format?: DeltaFormat): Promise<void> {
   // Headers must be read before the first await: uWS reuses the request object afterwards.
   const rangeHeader = req.getHeader('range');
   const ifRange = req.getHeader('if-range');
   const ifNoneMatch = req.getHeader('if-none-match');
-  const location = await deps.transfers.find(kind, to, from);
+  const location = await deps.transfers.find(kind, to, from, format);
   const etag = transferETag(location.hash);
   if (noneMatch(ifNoneMatch, etag)) {
     send(ex, 304, '', { ETag: etag, 'Accept-Ranges': 'bytes' });

@@ -1,4 +1,5 @@
 import type { TransferInfo } from '../../messages/store.js';
+import type { DeltaFormat } from '../../shared/delta-formats.js';
 
 // The manifest decision, rows 1-7 below, evaluated in order; what each answer means to a
 // device is docs/protocol.md, "What a manifest means". Pure: the caller supplies what the
@@ -11,7 +12,7 @@ export interface TargetView {
 
 export interface StoreQuery {
   binarySize(hash: string): number | undefined;
-  delta(from: string, to: string): TransferInfo | undefined;
+  delta(from: string, to: string, format?: DeltaFormat): TransferInfo | undefined;
   full(to: string): TransferInfo | undefined;
 }
 
@@ -23,6 +24,8 @@ export interface DecisionInput {
   /** `store.delta_max_source_mb` in bytes; 0 disables the cap. */
   readonly capBytes: number;
   readonly allowFullDownload: boolean;
+  /** The patch format chosen for this device (manifester.ts); bsdiff40 when absent. */
+  readonly format?: DeltaFormat;
 }
 
 export type Decision =
@@ -40,7 +43,7 @@ export function decide(input: DecisionInput): Decision {
   if (versionHash === target.hash) return { row: 2, action: 'up-to-date' };
   const sourceSize = store.binarySize(versionHash);
   if (sourceSize !== undefined) {
-    const delta = store.delta(versionHash, target.hash);
+    const delta = store.delta(versionHash, target.hash, input.format);
     if (delta) return { row: 3, action: 'serve-delta', delta };
     const oversize = capBytes > 0 ? [{ hash: versionHash, size: sourceSize }, { hash: target.hash, size: target.size }].find((b) => b.size > capBytes) : undefined;
     if (!oversize) return { row: 4, action: 'generate-delta' };

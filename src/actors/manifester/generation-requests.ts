@@ -1,4 +1,5 @@
 import type { StoreKeeperApi } from '../../messages/store.js';
+import type { DeltaFormat } from '../../shared/delta-formats.js';
 import { CountLru } from '../../shared/lru.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Peer } from '../../shared/rpc.js';
@@ -25,8 +26,10 @@ export class GenerationRequests implements StoreRequests {
 
   constructor(private readonly askStore: AskStore, private readonly log: Pick<Logger, 'warn'>, private readonly now: () => number = Date.now) {}
 
-  ensureDelta(from: string, to: string): void {
-    this.ask(`${from}_${to}`, (s) => s.ensureDelta(from, to));
+  ensureDelta(from: string, to: string, format: DeltaFormat = 'bsdiff40'): void {
+    // Each format of a pair is generated (and cools down after a failure) on its own.
+    if (format === 'bsdiff40') this.ask(`${from}_${to}`, (s) => s.ensureDelta(from, to));
+    else this.ask(`${from}_${to}_${format}`, (s) => s.ensureDelta(from, to, format));
   }
 
   ensureFull(hash: string): void {

@@ -11,7 +11,7 @@ import { ReleaseStatements } from './release-statements.js';
 import { OfferFeed } from './rollout/offer-feed.js';
 import { RolloutControl } from './rollout/rollout-control.js';
 import { loadSigningKey } from './signing-key.js';
-import { SignedManifests } from './signer.js';
+import { SignedManifests, signedFrom } from './signer.js';
 import { StoreView } from './store-view.js';
 import { webhookEmitter } from '../webhook-events.js';
 import { TrackAdmin } from './track-admin.js';
@@ -26,7 +26,7 @@ await runActor(async (ctx) => {
   const { config } = ctx;
   const key = await loadSigningKey(config, ctx.log);
   const signed = new SignedManifests(key.privateKey, config.manifest.cacheSize);
-  const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from, t.to));
+  const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from === undefined ? undefined : signedFrom(t.from, t.format), t.to));
   // Release statements are signed as the table changes and renewed by a timer, never on a heartbeat's path.
   const statements: ReleaseStatements = new ReleaseStatements(key.privateKey, Math.floor(config.signing.releaseTtlMs / 1000),
     createReleaseMetrics(ctx.registry, () => statements.size, key.certificate));
@@ -95,6 +95,7 @@ await runActor(async (ctx) => {
       leak?.(batch.deviceIds.length);
       return answerAll(batch.deviceIds.length, (i) => manifester.encoded(manifester.heartbeat({
         deviceId: batch.deviceIds[i]!, versionHash: batch.versionHashes[i]!, artifact: batch.artifacts[i]!,
+        ...(batch.formats?.[i] ? { deltaFormats: batch.formats[i]!.split(',') } : {}),
       }), encoding));
     },
     health: async () => ({ ...manifester.health(), ...(cluster ? { database: cluster.tracks.condition } : {}) }),

@@ -1,6 +1,7 @@
 import type { AnswerEncoding, EncodedAnswer, HealthView, HeartbeatRequest, Manifest } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
+import { chooseFormat, type DeltaFormat } from '../../shared/delta-formats.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { encodeCoapManifest } from '../../shared/wire/cbor.js';
 import type { Logger } from '../../shared/logger.js';
@@ -10,7 +11,7 @@ import type { ManifesterMetrics } from './metrics.js';
 import { stableSequenceOf } from './release-sequence.js';
 import type { ReleaseStatements, StatementSlot } from './release-statements.js';
 import { routeDevice, type TargetRef } from './rollout/rollout.js';
-import { FULL, type SignedManifests } from './signer.js';
+import { FULL, signedFrom, type SignedManifests } from './signer.js';
 import type { StoreView } from './store-view.js';
 import type { Track, TrackTable } from './tracks.js';
 
@@ -28,7 +29,7 @@ interface Target {
 const OVERSIZE_WARN_INTERVAL_MS = 10 * 60_000;
 
 export interface StoreRequests {
-  ensureDelta(from: string, to: string): void;
+  ensureDelta(from: string, to: string, format?: DeltaFormat): void;
   ensureFull(hash: string): void;
 }
 
@@ -52,6 +53,9 @@ export class Manifester {
   /** Each answer with its current release statement: rebuilt only when the statement was renewed. */
   private readonly withRelease = new WeakMap<Manifest, { release: StatementSlot['release']; answer: Manifest }>();
 
+  /** The patch formats this server generates: bsdiff-node writes BSDIFF40 only. */
+  private readonly offered: readonly DeltaFormat[];
+
   constructor(
     private readonly config: Config,
     private readonly log: Logger,
@@ -63,7 +67,9 @@ export class Manifester {
     private readonly statements: ReleaseStatements,
     /** Told of each rollout target offered to a device not on it yet (rollout/offer-feed.ts). */
     private readonly offers?: { offered(deviceId: string, targetHash: string, fromHash: string): void },
-  ) {}
+  ) {
+    this.offered = config.store.deltaEngine === 'native' ? ['bsdiff40', 'bsdiff-lzma'] : ['bsdiff40'];
+  }
 
   /** The answer of the decision table, with the release statement of the target it names. */
   heartbeat(request: HeartbeatRequest): Manifest {
@@ -97,8 +103,10 @@ export class Manifester {
       if (route === 'stable') target = this.stableTarget(track, rollout.stable!);
       else if (request.versionHash !== rollout.target.hash) this.offers?.offered(request.deviceId, rollout.target.hash, request.versionHash);
     }
+    const format = chooseFormat(request.deltaFormats, this.offered);
     const decision = decide({
       target,
+      format,
       versionHash: request.versionHash,
       store: this.store,
       capBytes: this.config.store.deltaMaxSourceBytes,
@@ -113,9 +121,9 @@ export class Manifester {
       case 'stranded':
         return { manifest: this.noUpdate(target), target };
       case 'serve-delta':
-        return { manifest: this.signedDelta(target, request.versionHash, decision.delta), target };
+        return { manifest: this.signedDelta(target, request.versionHash, decision.delta, format), target };
       case 'generate-delta':
-        this.requests.ensureDelta(request.versionHash, target.hash);
+        this.requests.ensureDelta(request.versionHash, target.hash, format);
         return { manifest: this.retryLater(target), target };
       case 'serve-full':
         if ('oversize' in decision) this.warnOversize(target, decision.oversize);
@@ -183,11 +191,15 @@ export class Manifester {
     return this.unsignedFor(track).retryLater;
   }
 
-  private signedDelta(track: Target, from: string, delta: TransferInfo): Manifest {
-    const cached = this.signed.get(track.key, from, track.hash);
-    const manifest = cached ?? this.signed.sign(track.key, from, track.hash, {
+  private signedDelta(track: Target, from: string, delta: TransferInfo, format: DeltaFormat): Manifest {
+    const key = signedFrom(from, format);
+    const cached = this.signed.get(track.key, key, track.hash);
+    const manifest = cached ?? this.signed.sign(track.key, key, track.hash, {
       ...this.transferFields(track, delta),
-      delta_endpoint: `/delta/${from}/${track.hash}`,
+      // bsdiff40 keeps its endpoint and leaves delta_format out: byte for byte the answer of before.
+      ...(format === 'bsdiff40'
+        ? { delta_endpoint: `/delta/${from}/${track.hash}` }
+        : { delta_endpoint: `/delta/${from}/${track.hash}/${format}`, delta_format: format }),
     });
     this.metrics.served('delta');
     return manifest;

@@ -1,4 +1,5 @@
 import type { Manifest } from '../../messages/manifester.js';
+import type { DeltaFormat } from '../../shared/delta-formats.js';
 import { CountLru } from '../../shared/lru.js';
 import { signManifest } from '../../shared/signing.js';
 
@@ -42,6 +43,11 @@ export class SignedManifests {
 }
 
 export const FULL = '*full*';
+
+/** The `from` of the cache key: a delta of another format than bsdiff40 is another answer. */
+export function signedFrom(from: string, format: DeltaFormat | undefined): string {
+  return format === undefined || format === 'bsdiff40' ? from : `${from}+${format}`;
+}
 
 function cacheKey(artifact: string, from: string, to: string): string {
   return `${artifact}|${from}|${to}`;

@@ -1,4 +1,5 @@
 import type { StoreEvent, StoreSnapshot, TransferInfo } from '../../messages/store.js';
+import type { DeltaFormat } from '../../shared/delta-formats.js';
 import type { StoreQuery } from './decide.js';
 
 /**
@@ -18,8 +19,8 @@ export class StoreView implements StoreQuery {
     return this.binaries.get(hash);
   }
 
-  delta(from: string, to: string): TransferInfo | undefined {
-    return this.transfers.get(`d:${from}:${to}`);
+  delta(from: string, to: string, format?: DeltaFormat): TransferInfo | undefined {
+    return this.transfers.get(deltaKey(from, to, format));
   }
 
   full(to: string): TransferInfo | undefined {
@@ -69,5 +70,10 @@ export class StoreView implements StoreQuery {
 }
 
 function keyOf(t: TransferInfo): string {
-  return t.kind === 'delta' ? `d:${t.from}:${t.to}` : `f:${t.to}`;
+  return t.kind === 'delta' ? deltaKey(t.from!, t.to, t.format) : `f:${t.to}`;
+}
+
+/** Each format of a pair is a transfer of its own; bsdiff40's key is the one it always had. */
+function deltaKey(from: string, to: string, format: DeltaFormat | undefined): string {
+  return format === undefined || format === 'bsdiff40' ? `d:${from}:${to}` : `d:${from}:${to}:${format}`;
 }

@@ -2,6 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DiffTask } from '../../messages/diff.js';
 import type { TransferInfo, TransferKind } from '../../messages/store.js';
+import { DEFAULT_DELTA_FORMAT, formatField, isDeltaFormat, type DeltaFormat } from '../../shared/delta-formats.js';
 import { publishNoOverwrite } from '../../shared/durable-file.js';
 import { UpdaterError, deserializeError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
@@ -48,7 +49,7 @@ export class DerivedFiles {
   async ensureFull(hash: string): Promise<TransferInfo> {
     assertSha256Hex(hash, 'hash');
     if (this.host.cluster) await this.host.adoption.adoptBinary(hash).catch(() => undefined);
-    return this.singleFlight('full', hash, undefined, (dirs) => this.dispatch({
+    return this.singleFlight('full', hash, undefined, undefined, (dirs) => this.dispatch({
       kind: 'full',
       targetPath: this.binaryPath(hash),
       targetHash: hash,
@@ -57,11 +58,13 @@ export class DerivedFiles {
     }));
   }
 
-  async ensureDelta(from: string, to: string): Promise<TransferInfo> {
+  /** Each format of a pair is a file of its own, generated once (single flight per name). */
+  async ensureDelta(from: string, to: string, format: DeltaFormat = DEFAULT_DELTA_FORMAT): Promise<TransferInfo> {
     assertSha256Hex(from, 'from');
     assertSha256Hex(to, 'to');
+    if (!isDeltaFormat(format)) throw new UpdaterError('INVALID_FIELD', 'format: not a patch format this server knows');
     const { binaries, config } = this.host;
-    const existing = this.host.transfers.get(transferName('delta', to, from));
+    const existing = this.host.transfers.get(transferName('delta', to, from, format));
     // An existing delta is always served, whatever the size cap says (row 3 of manifester/decide.ts).
     if (existing) return existing;
     // In a cluster, another replica may have stored a binary this one has not indexed yet.
@@ -74,7 +77,10 @@ export class DerivedFiles {
         throw new UpdaterError('DELTA_TOO_LARGE', `binary ${hash} is ${size} bytes, over the store.delta_max_source_mb cap of ${capBytes} bytes`, { hash, size });
       }
     }
-    return this.singleFlight('delta', to, from, async (dirs) => {
+    if (format !== DEFAULT_DELTA_FORMAT && config.store.deltaEngine !== 'native') {
+      throw new UpdaterError('DIFF_FAILED', `store.delta_engine ${config.store.deltaEngine} writes bsdiff40 only, not ${format}`);
+    }
+    return this.singleFlight('delta', to, from, format, async (dirs) => {
       const engine = config.store.deltaEngine;
       // Only bsdiff-node verifies against cached target bytes; the native engine streams.
       const targetBytes = engine === 'bsdiff-node' ? await this.host.targetCache.bytesFor(to, this.binaryPath(to), binaries.get(to)!) : undefined;
@@ -88,6 +94,7 @@ export class DerivedFiles {
           targetPath: this.binaryPath(to),
           targetHash: to,
           engine,
+          ...formatField(format),
           ...(targetBytes ? { targetBytes } : {}),
           outDir: dirs.out,
           workDir: dirs.work,
@@ -118,9 +125,10 @@ export class DerivedFiles {
    * One generation per file name, however many callers ask at once; in a cluster, once per
    * name across the replicas. `run` gets the directories its temporaries go to.
    */
-  private singleFlight(kind: TransferKind, to: string, from: string | undefined, run: (dirs: { out: string; work: string }) => Promise<TransferInfo>): Promise<TransferInfo> {
+  private singleFlight(kind: TransferKind, to: string, from: string | undefined, format: DeltaFormat | undefined,
+    run: (dirs: { out: string; work: string }) => Promise<TransferInfo>): Promise<TransferInfo> {
     const { inflight, layout } = this.host;
-    const name = transferName(kind, to, from);
+    const name = transferName(kind, to, from, format);
     const done = this.host.transfers.get(name);
     if (done) return Promise.resolve(done);
     const pending = inflight.get(name);
@@ -167,10 +175,11 @@ export class DerivedFiles {
     }
     const { tempPath, size, hash, durationMs } = outcome.result;
     const from = task.kind === 'delta' ? task.sourceHash : undefined;
-    const name = transferName(task.kind, task.targetHash, from);
+    const format = task.kind === 'delta' ? task.format : undefined;
+    const name = transferName(task.kind, task.targetHash, from, format);
     await publishNoOverwrite(tempPath, join(this.host.layout.deltas, name));
     const info: TransferInfo = task.kind === 'delta'
-      ? { kind: 'delta', from: task.sourceHash, to: task.targetHash, size, hash }
+      ? { kind: 'delta', from: task.sourceHash, to: task.targetHash, ...formatField(format), size, hash }
       : { kind: 'full', to: task.targetHash, size, hash };
     this.host.transfers.set(name, info);
     metrics.generated(task.kind, durationMs / 1000);

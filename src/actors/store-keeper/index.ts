@@ -26,11 +26,11 @@ await runActor(async (ctx) => {
   return {
     registerBinary: (path, expected) => store.registerBinary(path, expected),
     ensureFull: (hash) => store.ensureFull(hash),
-    ensureDelta: (from, to) => store.ensureDelta(from, to),
+    ensureDelta: (from, to, format) => store.ensureDelta(from, to, format),
     adoptBinary: (hash) => store.adoptBinary(hash),
     snapshot: async () => store.snapshot(),
     condition: async () => store.condition(),
-    locate: (kind, to, from) => store.locate(kind, to, from),
+    locate: (kind, to, from, format) => store.locate(kind, to, from, format),
     inventory: () => store.inventory(),
     remove: (request) => store.remove(request),
     beginUpload: () => store.beginUpload(),

@@ -2,6 +2,7 @@ import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BinaryInfo, TransferInfo } from '../../messages/store.js';
 import { removeLeftoverTemps } from '../../shared/durable-file.js';
+import { formatField } from '../../shared/delta-formats.js';
 import type { Logger } from '../../shared/logger.js';
 import { parseBinaryName, parseDerivedName, type StoreLayout } from '../../shared/store-layout.js';
 import { binaryMismatch, derivedCheck, quarantine } from './verify.js';
@@ -48,7 +49,7 @@ export async function openStoreDirs(storeDir: string, layout: StoreLayout, writa
       continue;
     }
     const { hash, size } = checked;
-    transfers.push(parsed.kind === 'delta' ? { kind: 'delta', from: parsed.from, to: parsed.to, size, hash } : { kind: 'full', to: parsed.to, size, hash });
+    transfers.push(parsed.kind === 'delta' ? { kind: 'delta', from: parsed.from, to: parsed.to, ...formatField(parsed.format), size, hash } : { kind: 'full', to: parsed.to, size, hash });
   }
   return { binaries, transfers };
 }

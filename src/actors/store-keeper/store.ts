@@ -4,6 +4,7 @@ import type { UploadEnd, UploadSlot } from '../../messages/store.js';
 import { Uploads } from './adopt.js';
 import type { BinaryInfo, RemovalRequest, RemovalResult, StoreCondition, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
+import { isDeltaFormat, type DeltaFormat } from '../../shared/delta-formats.js';
 import { storeWriteError } from '../../shared/durable-file.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
@@ -83,7 +84,7 @@ export class ContentStore {
     });
     const scanned = await openStoreDirs(dir, this.layout, condition !== 'read-only', this.log, this.cluster !== undefined);
     for (const b of scanned.binaries) this.binaries.set(b.hash, b.size);
-    for (const t of scanned.transfers) this.transfers.set(transferName(t.kind, t.to, t.from), t);
+    for (const t of scanned.transfers) this.transfers.set(transferName(t.kind, t.to, t.from, t.format), t);
     this.log.info({ binaries: this.binaries.size, transfers: this.transfers.size, dir, condition }, 'store opened');
     this.writability.start();
   }
@@ -171,14 +172,15 @@ export class ContentStore {
     return this.derived.ensureFull(hash);
   }
 
-  ensureDelta(from: string, to: string): Promise<TransferInfo> {
-    return this.derived.ensureDelta(from, to);
+  ensureDelta(from: string, to: string, format?: DeltaFormat): Promise<TransferInfo> {
+    return this.derived.ensureDelta(from, to, format);
   }
 
-  async locate(kind: TransferKind, to: string, from?: string): Promise<TransferLocation | null> {
+  async locate(kind: TransferKind, to: string, from?: string, format?: DeltaFormat): Promise<TransferLocation | null> {
     assertSha256Hex(to, 'to');
     if (kind === 'delta') assertSha256Hex(from, 'from');
-    const name = transferName(kind, to, from);
+    if (format !== undefined && !isDeltaFormat(format)) throw new UpdaterError('INVALID_FIELD', 'format: not a patch format this server knows');
+    const name = transferName(kind, to, from, format);
     // In a cluster, a device may download from this replica a file another replica generated
     // moments ago (the load balancer sent its heartbeat there): it is adopted from the shared
     // store on the spot rather than answered 404 until an announcement arrives.

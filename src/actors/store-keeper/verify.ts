@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, rename } from 'node:fs/promises';
+import { mkdir, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sha256File } from '../../shared/hash.js';
 import type { Logger } from '../../shared/logger.js';
@@ -9,7 +9,9 @@ import type { ParsedDerivedName } from '../../shared/store-layout.js';
 // A file enters the index only if its bytes fit its name. Binaries are named by the SHA-256 of
 // their bytes. Derived files are named by what they rebuild: a full file must decompress to its
 // target; a delta must be a complete zstd stream holding a complete bsdiff patch whose declared
-// output size is the target's. (Proving a delta fully means running bspatch against its source:
+// output size is the target's; a bsdiff-lzma delta (stored as served) must have the header of
+// its format naming the target's size and stream lengths adding up to the file, its last xz
+// stream ending in the xz footer magic. (Proving a delta fully means running bspatch against its source:
 // the diff pool does that before a delta is ever published; here we catch files cut short.)
 
 /** Why a file does not fit its name; undefined when it does. */
@@ -33,7 +35,7 @@ export async function derivedCheck(path: string, parsed: ParsedDerivedName, targ
       const hash = content.digest('hex');
       if (hash !== parsed.to) return { mismatch: `it decompresses to ${size} bytes hashing to ${hash}` };
     } else {
-      const problem = await patchProblem(path, targetSize);
+      const problem = parsed.format === 'bsdiff-lzma' ? await lzmaPatchProblem(path, wire.size, targetSize) : await patchProblem(path, targetSize);
       if (problem) return { mismatch: problem };
     }
   } catch (err) {
@@ -73,6 +75,28 @@ async function patchProblem(path: string, targetSize: number | undefined): Promi
   const newSize = offtin(header, 24);
   if (targetSize !== undefined && newSize !== targetSize) return `the patch builds ${newSize} bytes, the target has ${targetSize}`;
   if (extraStart < HEADER_BYTES || total < extraStart + MIN_BZIP2_BYTES || !extraMagic.startsWith('BZh')) return `the patch is cut short (${total} bytes)`;
+  return undefined;
+}
+
+const LZMA_MAGIC = 'BSDLZMA1';
+const LZMA_HEADER_BYTES = 40;
+
+async function lzmaPatchProblem(path: string, size: number, targetSize: number | undefined): Promise<Mismatch> {
+  if (size < LZMA_HEADER_BYTES + 2) return `the patch is cut short (${size} bytes)`;
+  const handle = await open(path, 'r');
+  const header = Buffer.alloc(LZMA_HEADER_BYTES);
+  const footer = Buffer.alloc(2);
+  try {
+    await handle.read(header, 0, LZMA_HEADER_BYTES, 0);
+    await handle.read(footer, 0, 2, size - 2);
+  } finally {
+    await handle.close();
+  }
+  if (header.subarray(0, 8).toString('latin1') !== LZMA_MAGIC) return 'it is not a bsdiff-lzma patch';
+  const newSize = Number(header.readBigUInt64LE(8));
+  if (targetSize !== undefined && newSize !== targetSize) return `the patch builds ${newSize} bytes, the target has ${targetSize}`;
+  const streams = header.readBigUInt64LE(16) + header.readBigUInt64LE(24) + header.readBigUInt64LE(32);
+  if (streams + BigInt(LZMA_HEADER_BYTES) !== BigInt(size) || footer.toString('latin1') !== 'YZ') return `the patch is cut short (${size} bytes)`;
   return undefined;
 }
 

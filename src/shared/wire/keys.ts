@@ -2,13 +2,13 @@
 // for them over CoAP: one table per message, written once, name → integer. Decoders invert
 // them in code (cbor.ts); nothing else spells a key number.
 
-export const HEARTBEAT_KEYS = { device_id: 1, version_hash: 2, hw_info: 3, timestamp: 4, version: 5, artifact: 6 } as const;
+export const HEARTBEAT_KEYS = { device_id: 1, version_hash: 2, hw_info: 3, timestamp: 4, version: 5, artifact: 6, delta_formats: 8 } as const;
 export const HW_INFO_KEYS = { arch: 1, os: 2, free_ram: 3, free_disk: 4 } as const;
 export const REPORT_KEYS = { device_id: 1, previous_hash: 2, new_hash: 3, success: 4, rollback_reason: 5, timestamp: 6 } as const;
 export const MANIFEST_KEYS = {
   update_available: 1, target_version: 2, target_hash: 3, target_size: 4, delta_size: 5, delta_hash: 6, chunk_size: 7,
   total_chunks: 8, signature: 9, delta_endpoint: 10, binary_endpoint: 11, retry_after: 12, artifact: 13,
-  release: 14,
+  release: 14, delta_format: 15,
 } as const;
 /** The release statement inside a manifest (key 14); its signature travels as 64 bytes in CBOR. */
 export const RELEASE_KEYS = { sequence: 1, issued_at: 2, expires_at: 3, signature: 4 } as const;
@@ -27,6 +27,8 @@ export interface HeartbeatWire {
   timestamp: number;
   version: string;
   artifact?: string;
+  /** The patch formats the device applies, most preferred first (docs/protocol.md, "Patch formats"). */
+  delta_formats?: string[];
 }
 
 /** An update report as a device sends it. */
@@ -56,6 +58,8 @@ export interface ManifestWire {
   artifact: string;
   /** The signed release statement of the target this answer names (src/shared/release/statement.ts). */
   release?: ReleaseWire;
+  /** The patch format of the delta at delta_endpoint; left out for bsdiff40. */
+  delta_format?: string;
 }
 
 export interface ReleaseWire {

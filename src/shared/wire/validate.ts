@@ -1,4 +1,5 @@
 import { parseTrackKey } from '../artifact-key.js';
+import { MAX_FORMAT_NAME, MAX_NAMED_FORMATS } from '../delta-formats.js';
 import { UpdaterError } from '../errors.js';
 import { assertSha256Hex, isSha256Hex } from '../hash.js';
 import { invalidField as fail, isRecord } from '../input.js';
@@ -11,7 +12,7 @@ import { NOT_PRINTABLE } from '../version-label.js';
 export const MAX_DEVICE_BODY_BYTES = 4096;
 
 /** What the manifester decides on, of a validated heartbeat (src/messages/manifester.ts). */
-export type HeartbeatRequest = Pick<Heartbeat, 'deviceId' | 'versionHash' | 'artifact'>;
+export type HeartbeatRequest = Pick<Heartbeat, 'deviceId' | 'versionHash' | 'artifact'> & { readonly deltaFormats?: readonly string[] };
 
 export interface HeartbeatFields {
   device_id?: unknown;
@@ -20,6 +21,7 @@ export interface HeartbeatFields {
   timestamp?: unknown;
   version?: unknown;
   artifact?: unknown;
+  delta_formats?: unknown;
 }
 
 /**
@@ -39,6 +41,8 @@ export interface Heartbeat {
   readonly hwFreeDisk: number;
   /** The device's clock, Unix seconds. */
   readonly timestamp: number;
+  /** The patch formats the device applies, most preferred first; absent when it named none. */
+  readonly deltaFormats?: readonly string[];
 }
 
 export interface UpdateReport {
@@ -97,6 +101,22 @@ export function deviceIdField(value: unknown, field = 'device_id'): string {
   return id;
 }
 
+/**
+ * delta_formats: at most MAX_NAMED_FORMATS short names. Names the server does not know are
+ * kept (a device may know newer formats) and simply never chosen.
+ */
+function formatList(value: unknown): readonly string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value)) fail('delta_formats', 'must be an array of format names');
+  if (value.length > MAX_NAMED_FORMATS) fail('delta_formats', `must name at most ${MAX_NAMED_FORMATS} formats`);
+  for (const name of value) {
+    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_FORMAT_NAME) {
+      fail('delta_formats', `must hold names of 1 to ${MAX_FORMAT_NAME} characters`);
+    }
+  }
+  return value as string[];
+}
+
 /** A field that must be sent, though it may be empty. */
 function present(value: unknown, field: string): void {
   if (value === undefined || value === null) fail(field, 'is required');
@@ -122,7 +142,8 @@ export function validateHeartbeat(body: unknown): Heartbeat {
   const hwFreeDisk = integer(hw.free_disk, 'hw_info.free_disk', true);
   const artifact = text(fields.artifact, 'artifact', 200, false);
   if (artifact !== '') parseTrackKey(artifact);
-  return { deviceId, versionHash, artifact, version, hwArch, hwOs, hwFreeRam, hwFreeDisk, timestamp };
+  const deltaFormats = formatList(fields.delta_formats);
+  return { deviceId, versionHash, artifact, version, hwArch, hwOs, hwFreeRam, hwFreeDisk, timestamp, ...(deltaFormats ? { deltaFormats } : {}) };
 }
 
 export function validateReport(body: unknown): UpdateReport {

@@ -1,9 +1,12 @@
-// A bzip2 stream written to a file by a thread of its own: the diff loop hands it 1 MiB
-// buffers and goes on searching while the block sort runs on the other core. Memory is
-// bounded: bzip2's own (about 7.6 MB at block size 9) plus a fixed ring of buffers.
+// A compressed stream (bzip2 for BSDIFF40, xz for bsdiff-lzma) written to a file by a thread
+// of its own: the diff loop hands it 1 MiB buffers and goes on searching while the
+// compressor runs on the other core. Memory is bounded: the compressor's own (bzip2 about
+// 7.6 MB at block size 9, xz about 11 MB with its 1 MiB dictionary) plus a fixed ring of
+// buffers.
 #pragma once
 
 #include <bzlib.h>
+#include <lzma.h>
 
 #include <condition_variable>
 #include <cstdint>
@@ -18,12 +21,14 @@
 
 namespace delta {
 
-class Bz2Stream {
+enum class Codec { Bzip2, Xz };
+
+class PackedStream {
  public:
-  explicit Bz2Stream(const std::string& path);
-  ~Bz2Stream();
-  Bz2Stream(const Bz2Stream&) = delete;
-  Bz2Stream& operator=(const Bz2Stream&) = delete;
+  PackedStream(const std::string& path, Codec codec);
+  ~PackedStream();
+  PackedStream(const PackedStream&) = delete;
+  PackedStream& operator=(const PackedStream&) = delete;
   void write(const uint8_t* bytes, size_t length);
   // Ends the stream and returns its compressed size; rethrows a failure of the thread.
   int64_t finish();
@@ -31,13 +36,17 @@ class Bz2Stream {
  private:
   void hand(std::vector<uint8_t>&& full, bool last);
   void run();
-  void compress(const std::vector<uint8_t>& input, int action);
+  void compress(const std::vector<uint8_t>& input, bool last);
+  void compressBz2(const std::vector<uint8_t>& input, bool last);
+  void compressXz(const std::vector<uint8_t>& input, bool last);
 
   static constexpr size_t kBufferBytes = 1 << 20;
   static constexpr size_t kRingBuffers = 3;
 
   FileWriter out_;
+  Codec codec_;
   bz_stream bz_{};
+  lzma_stream xz_ = LZMA_STREAM_INIT;
   std::vector<uint8_t> current_;
   std::mutex mutex_;
   std::condition_variable changed_;
