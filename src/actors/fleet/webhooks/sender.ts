@@ -8,9 +8,10 @@ import * as q from './outbox.js';
 import type { WebhookMetrics } from './metrics.js';
 
 // Sends the outbox. Once a POLL_MS (and at once after an event is recorded here), a round
-// walks each webhook's queue from its oldest pending row: a due row is POSTed; a 2xx marks it
-// delivered and the next one is sent; anything else schedules the row's next attempt and
-// leaves the rest of that queue waiting behind it (in order per webhook).
+// walks each webhook's two queues (lanes) from their oldest pending rows: a due row is POSTed;
+// a 2xx marks it delivered and the next one is sent; anything else schedules the row's next
+// attempt, leaves the rest of its lane waiting behind it (in order per webhook and lane) and
+// ends the webhook's round.
 //
 // In a cluster every replica runs this, but a round first takes the cluster-wide webhook lock
 // (a PostgreSQL advisory lock) and a replica that does not get it skips the round: one sender
