@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { AuditPage, AuditQuery, AuditRecord } from '../../messages/operators.js';
 import type { Database } from '../../shared/database/schema.js';
+import { UpdaterError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 
 // The audit log (docs/operations.md): rows handed over by the HTTP front-end, written in the
@@ -115,7 +116,7 @@ export class AuditLog {
             const row = await this.db().insertInto('audit_log').values({ ...first.record }).returning('id').executeTakeFirstOrThrow();
             first.resolve(Number(row.id));
           } catch (err) {
-            first.reject(err);
+            first.reject(auditWriteError(err));
           }
         } else {
           await this.db().updateTable('audit_log').set({ status: first.status, detail: first.detail }).where('id', '=', first.id).execute();
@@ -129,4 +130,17 @@ export class AuditLog {
       }
     }
   }
+}
+
+/**
+ * Why a change's row could not be written, as the operator should read it: in the default layout
+ * the database lives in the store, so a disk turned read-only (or full) refuses the change for
+ * the same reason the store would; anything else is an unreachable database.
+ */
+function auditWriteError(err: unknown): UpdaterError {
+  const code = String((err as { code?: unknown }).code ?? '');
+  const why = `the audit row of this change could not be written (${(err as Error).message}), so the change was not made`;
+  if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_CANTOPEN') return new UpdaterError('STORE_READ_ONLY', `the fleet database is read-only: ${why}`);
+  if (code === 'SQLITE_FULL') return new UpdaterError('STORE_FULL', `the fleet database's disk is full: ${why}`);
+  return new UpdaterError('DATABASE_UNREACHABLE', why);
 }
