@@ -137,8 +137,10 @@ export class AuditLog {
  * the database lives in the store, so a disk turned read-only (or full) refuses the change for
  * the same reason the store would; anything else is an unreachable database.
  */
-function auditWriteError(err: unknown): UpdaterError {
-  const code = String((err as { code?: unknown }).code ?? '');
+export function auditWriteError(err: unknown): UpdaterError {
+  // openDatabase keeps the driver's code as `cause` when it could not open the database at all.
+  const e = err as { code?: unknown; details?: { cause?: unknown } };
+  const code = String(e.details?.cause ?? e.code ?? '');
   const why = `the audit row of this change could not be written (${(err as Error).message}), so the change was not made`;
   if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_CANTOPEN') return new UpdaterError('STORE_READ_ONLY', `the fleet database is read-only: ${why}`);
   if (code === 'SQLITE_FULL') return new UpdaterError('STORE_FULL', `the fleet database's disk is full: ${why}`);

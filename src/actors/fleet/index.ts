@@ -8,7 +8,7 @@ import * as q from './fleet-queries.js';
 import { writeBatch } from './fleet-store-of.js';
 import { WriteBuffer } from './write-buffer.js';
 import { startDeviceIdentity } from './device-identity.js';
-import { AuditLog } from './audit.js';
+import { AuditLog, auditWriteError } from './audit.js';
 import { OperatorTokenTable } from './operator-tokens.js';
 import { updateFailedEvents } from './webhooks/device-events.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -29,10 +29,20 @@ const REOPEN_MS = 5_000;
 await runActor(async (ctx) => {
   const { fleet, retention } = ctx.config;
   let store: Awaited<ReturnType<typeof openDatabase>> | undefined;
+  /** Why the database could not be opened, while it is not: what a change refused for want of its audit row says. */
+  let openError: unknown = new Error('the fleet database is not open yet');
   const open = async () => {
-    store = await openDatabase(ctx.config.database);
+    try {
+      store = await openDatabase(ctx.config.database);
+    } catch (err) {
+      openError = err;
+      throw err;
+    }
     ctx.log.info({ engine: store.engine, database: redactDatabaseUrl(ctx.config.database) }, 'fleet database open');
   };
+  /** One attempt at a time, from the retry timer or a change that needs its audit row now. */
+  let opening: Promise<void> | undefined;
+  const reopen = () => (opening ??= open().finally(() => (opening = undefined)));
   /** The open database; while there is none, admin queries answer DATABASE_UNREACHABLE. */
   const db = () => {
     if (!store) throw new UpdaterError('DATABASE_UNREACHABLE', 'the fleet database is not open (the store is full or read-only); retrying', { key: 'database' });
@@ -132,7 +142,7 @@ await runActor(async (ctx) => {
     ctx.log.error({ err }, 'fleet database cannot be opened: serving devices without the inventory, retrying every 5 s');
     const retry = () => {
       if (stopped || store) return;
-      open().then(() => refreshVersions(), () => later(REOPEN_MS, retry));
+      reopen().then(() => refreshVersions(), () => later(REOPEN_MS, retry));
     };
     later(REOPEN_MS, retry);
   }
@@ -218,7 +228,8 @@ await runActor(async (ctx) => {
     },
     auditBegin(record) {
       if (stopped) return Promise.reject(new UpdaterError('SHUTTING_DOWN'));
-      if (!store) return Promise.reject(new UpdaterError('DATABASE_UNREACHABLE'));
+      // A change does not wait for the retry timer: the disk may have come back a moment ago.
+      if (!store) return reopen().then(() => audit.begin(record), () => Promise.reject(auditWriteError(openError)));
       return audit.begin(record);
     },
     auditEnd(id, status, detail) {

@@ -90,5 +90,8 @@ export async function openDatabase(location: string, options: { poolSize?: numbe
 }
 
 function unreachable(location: string, err: unknown): UpdaterError {
-  return new UpdaterError('DATABASE_UNREACHABLE', `database: cannot open ${redactDatabaseUrl(location)}: ${(err as Error).message}`, { key: 'database' });
+  // The driver's own code (SQLITE_READONLY, ECONNREFUSED, …) is kept: callers tell a read-only disk from an unreachable server.
+  const cause = (err as { code?: unknown }).code;
+  return new UpdaterError('DATABASE_UNREACHABLE', `database: cannot open ${redactDatabaseUrl(location)}: ${(err as Error).message}`,
+    { key: 'database', ...(typeof cause === 'string' ? { cause } : {}) });
 }
