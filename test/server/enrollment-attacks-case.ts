@@ -106,6 +106,21 @@ export function enrollmentAttacksCase(engine: Engine): void {
       t.equal(await viaCoap(new TestDevice('ghost-1')), '2.05 pending', 'which enrolls anew');
     });
 
+    await t.test('item 6: preauthorize works for any id: unknown, pending with another key, or rejected', async (t) => {
+      const [fresh, vouched] = [new TestDevice('ghost-3'), new TestDevice('ghost-4')];
+      t.equal((await adminCall(url, 'POST', '/admin/devices/ghost-4/reject')).status, 200, 'ghost-4 is rejected ahead of time');
+      t.equal(await viaHttp(vouched), '403 DEVICE_NOT_ACCEPTED');
+      const added = await adminCall(url, 'POST', '/admin/devices/preauthorize', {
+        devices: [{ device_id: 'ghost-3', public_key: fresh.request().publicKey }, { device_id: 'ghost-4', public_key: vouched.request().publicKey }],
+      });
+      t.same(added.json, { added: 2, device_ids: ['ghost-3', 'ghost-4'] }, 'an unknown id and a rejected one are both taken');
+      t.equal(await viaHttp(fresh), '200 token', 'ghost-3 gets its token (HTTP)');
+      t.equal(await viaCoap(vouched), '2.05 token', 'the operator lifted the rejection with the key it vouches for (CoAP)');
+      t.equal(await viaHttp(new TestDevice('ghost-4')), '403 DEVICE_KEY_MISMATCH', 'any other key is still refused');
+      const again = await adminCall(url, 'POST', '/admin/devices/preauthorize', { devices: [{ device_id: 'ghost-3', public_key: new TestDevice('x').request().publicKey }] });
+      t.same(again.json, { added: 0, device_ids: [] }, 'an accepted id keeps its key');
+    });
+
     await t.test('item 7: enrollment refuses ".", ".." and ids with control characters, as the heartbeat does', async (t) => {
       const before = await pendingIds();
       for (const id of ['.', '..', 'a\u0000b', 'line\nbreak', 'tab\there', 'del\u007f', 'c1\u0085', 'sep\u2028x']) {

@@ -118,6 +118,8 @@ export async function startDeviceIdentity(
     },
     async preauthorize(devices) {
       const added = await ids.preauthorize(db(), devices, nowSeconds());
+      // A rejected id preauthorized anew: its certificate is let in here at once, elsewhere at the next poll.
+      if (added.length > 0) await reload();
       await countPending();
       return { added: added.length, device_ids: added };
     },

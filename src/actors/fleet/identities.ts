@@ -42,6 +42,8 @@ export type OnNewPending = (tx: Kysely<Database>, request: AuthRequest) => Promi
 const TOKEN_KEY_NAME = 'device_token_mac';
 /** Rows per statement of a bulk preauthorization (SQLite allows 32,766 parameters; 6 a row). */
 const PREAUTHORIZE_CHUNK = 500;
+/** The states a preauthorize replaces (with the operator's key). */
+const OVERRIDDEN: DeviceAuthState[] = ['pending', 'rejected'];
 
 /** The token MAC key: the first replica to start makes it, every one reads the same. */
 export async function tokenKey(db: Db): Promise<Uint8Array> {
@@ -163,10 +165,10 @@ export async function setState(db: Db, deviceId: string, action: 'accept' | 'rej
 }
 
 /**
- * Adds devices an operator vouches for. A pending enrollment of the id becomes preauthorized
- * with the operator's key (its next request is accepted): a pending claim with another key is
- * nobody's word, perhaps a squatter's, and the operator's replaces it. An accepted or rejected
- * id is left as it is (a delete or an accept comes first).
+ * Adds devices an operator vouches for, whether the id is known or not. A pending or rejected
+ * id becomes preauthorized with the operator's key (its next request is accepted): a pending
+ * claim with another key is nobody's word, perhaps a squatter's, and a rejection is the
+ * operator's own to lift. An accepted id is left as it is: its binding goes only by a delete.
  */
 export async function preauthorize(db: Db, devices: readonly PreauthorizedDevice[], now: number): Promise<string[]> {
   const added: string[] = [];
@@ -182,10 +184,10 @@ export async function preauthorize(db: Db, devices: readonly PreauthorizedDevice
           .values(fresh.map((d) => ({ device_id: d.device_id, public_key: d.public_key, auth_state: 'preauthorized' as const, last_auth_at: 0, created_at: now, updated_at: now })))
           .execute();
       }
-      const waiting = chunk.filter((d) => existing.get(d.device_id)?.auth_state === 'pending');
+      const waiting = chunk.filter((d) => OVERRIDDEN.some((state) => state === existing.get(d.device_id)?.auth_state));
       for (const d of waiting) {
         await tx.updateTable('device_identities').set({ auth_state: 'preauthorized', public_key: d.public_key, last_auth_at: 0, updated_at: now })
-          .where('device_id', '=', d.device_id).where('auth_state', '=', 'pending').execute();
+          .where('device_id', '=', d.device_id).where('auth_state', 'in', OVERRIDDEN).execute();
       }
       const taken = new Set([...fresh, ...waiting].map((d) => d.device_id));
       for (const id of ids) if (taken.has(id)) added.push(id);
