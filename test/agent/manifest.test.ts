@@ -36,3 +36,20 @@ t.test('a malformed or misleading manifest is refused before anything is fetched
     t.throws(() => readManifest(body, running), { code: 'AGENT_MANIFEST_INVALID' }, what);
   }
 });
+
+t.test('delta_format: taken only when the agent asked for it, and only with the endpoint of that format', async (t) => {
+  const both = ['bsdiff-lzma', 'bsdiff40'] as const;
+  const lzma = { ...signed, delta_format: 'bsdiff-lzma', delta_endpoint: `/delta/${running}/${target}/bsdiff-lzma` };
+  t.match(readManifest(lzma, running, [...both]), { kind: 'update', update: { mode: 'delta', format: 'bsdiff-lzma', endpoint: lzma.delta_endpoint } });
+  t.match(readManifest(signed, running, [...both]), { kind: 'update', update: { format: 'bsdiff40' } }, 'no delta_format: bsdiff40, always understood');
+  type Asked = Array<'bsdiff40' | 'bsdiff-lzma'>;
+  const bad: Array<[string, unknown, Asked]> = [
+    ['a format the agent did not ask for', lzma, ['bsdiff40']],
+    ['a format nobody knows', { ...lzma, delta_format: 'courgette' }, [...both]],
+    ['bsdiff-lzma at the bsdiff40 endpoint', { ...lzma, delta_endpoint: signed.delta_endpoint }, [...both]],
+    ['bsdiff40 at the bsdiff-lzma endpoint', { ...signed, delta_endpoint: lzma.delta_endpoint }, [...both]],
+  ];
+  for (const [what, body, asked] of bad) {
+    t.throws(() => readManifest(body, running, asked), { code: 'AGENT_MANIFEST_INVALID' }, what);
+  }
+});

@@ -17,6 +17,7 @@ export interface SystemTool {
 
 export const SYSTEM_TOOLS = {
   zstd: { pkg: 'zstd', why: 'the stock zstd reads what the server compresses', probe: { command: 'zstd' } },
+  xz: { pkg: 'xz-utils', why: 'the stock xz writes bsdiff-lzma streams the engine did not', probe: { command: 'xz' } },
   bspatch: { pkg: 'bsdiff', why: 'the stock bspatch applies the server\'s deltas', probe: { command: 'bspatch' } },
   bsdiff: { pkg: 'bsdiff', why: 'the stock bsdiff makes a delta the server did not', probe: { command: 'bsdiff' } },
   chromium: { pkg: 'chromium', why: 'the console\'s browser tests', probe: { command: 'chromium', envVar: 'UPDATER_TEST_CHROMIUM' } },

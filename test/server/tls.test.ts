@@ -38,6 +38,8 @@ t.test('HTTPS, a separate admin listener and a verifying agent', needs('openssl'
   const httpsUrl = `https://127.0.0.1:${httpsPort}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   await heartbeatUntilSigned(server.url, v1.hash, 'app');
+  // The agent asks for bsdiff-lzma first by default: that delta is made ready too.
+  await heartbeatUntilSigned(server.url, v1.hash, 'app', 60_000, undefined, ['bsdiff-lzma']);
 
   t.test('curl --cacert gets a signed manifest over HTTPS; without the CA it refuses the server', async (t) => {
     const body = JSON.stringify({ device_id: 'curl-1', version_hash: v1.hash, artifact: 'app', timestamp: Math.floor(Date.now() / 1000), version: '1.0.0',
