@@ -51,6 +51,8 @@ t.test('device identity over CoAP (enrollment: manual)', async (t) => {
     const answered = await heartbeatCoap(client, await token(alice), 'alice', v1.hash);
     t.equal(answered.code, '2.05');
     t.equal(manifestOf(answered).update_available, false);
+    // What was recorded is waited for; what must not be gets the settle on top.
+    await eventually('alice\'s heartbeat is recorded', () => adminCall(url, 'GET', '/admin/devices/alice'), (r) => r.json?.transport === 'coap', 10_000);
     await settle();
     t.equal((await adminCall(url, 'GET', '/admin/devices/mallory')).status, 404);
     t.equal((await adminCall(url, 'GET', '/admin/devices/alice')).json.transport, 'coap');
@@ -82,6 +84,7 @@ t.test('device identity over CoAP (enrollment: manual)', async (t) => {
     t.match(forged.payload.toString(), /^DEVICE_MISMATCH/);
     const report = await reportCoap(client, aliceToken, 'bob', v1.hash, randomHash(), false);
     t.equal(report.code, '4.03');
+    await eventually('bob\'s own heartbeat is recorded', () => adminCall(url, 'GET', '/admin/devices/bob'), (r) => r.json?.version_hash === v1.hash, 10_000);
     await settle();
     const bobNow = (await adminCall(url, 'GET', '/admin/devices/bob')).json;
     t.equal(bobNow.version_hash, v1.hash);

@@ -25,7 +25,7 @@ t.test('device identity over HTTP (enrollment: manual)', async (t) => {
   t.teardown(() => server.stop());
   const url = server.url;
   const inventory = async (id: string) => (await adminCall(url, 'GET', `/admin/devices/${encodeURIComponent(id)}`));
-  // Inventory records are flushed every 100 ms; a check of what was (not) recorded waits a little.
+  // Inventory records are flushed every 100 ms; a check of what was not recorded waits a little.
   const settle = () => new Promise((r) => setTimeout(r, 400));
 
   const alice = new TestDevice('alice');
@@ -55,9 +55,11 @@ t.test('device identity over HTTP (enrollment: manual)', async (t) => {
     const answered = await heartbeatHttp(url, token, 'alice', v1.hash);
     t.equal(answered.status, 200);
     t.equal(answered.json.update_available, false);
+    // What was recorded is waited for; what must not be gets the settle on top, time enough to
+    // have been written had the server recorded it.
+    const recorded = await eventually('alice\'s heartbeat is recorded', () => inventory('alice'), (r) => r.json?.version_hash === v1.hash, 10_000);
     await settle();
     t.equal((await inventory('mallory')).status, 404, 'the anonymous device never entered the inventory');
-    const recorded = await inventory('alice');
     t.equal(recorded.json.version_hash, v1.hash);
     t.equal(recorded.json.auth_state, 'accepted');
   });
@@ -118,6 +120,7 @@ t.test('device identity over HTTP (enrollment: manual)', async (t) => {
     const report = await reportHttp(url, aliceToken, 'bob', v1.hash, randomHash(), false);
     t.equal(report.status, 403);
     t.equal(report.json.error.code, 'DEVICE_MISMATCH');
+    await eventually('bob\'s own heartbeat is recorded', () => inventory('bob'), (r) => r.json?.version_hash === v1.hash, 10_000);
     await settle();
     const bobNow = await inventory('bob');
     t.equal(bobNow.json.version_hash, v1.hash, 'bob\'s record kept its hash');
