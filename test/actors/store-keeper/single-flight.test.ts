@@ -38,7 +38,7 @@ async function openStore(t: Test, run: RunDiffTask) {
   const config = {
     store: { dir: join(fixture.dir, 'store'), targetCacheBytes: 0, hotDeltaCacheBytes: 0, deltaConcurrency: 1, deltaMaxSourceBytes: 0, fullCompressionLevel: 1, watchSettleMs: 100 },
     // The files a registered binary must not be (store-keeper/source-file.ts).
-    signing: { privateKeyFile: fixture.keyPath }, admin: { tokenFile: fixture.tokenPath }, database: join(fixture.dir, 'updater.db'),
+    signing: { privateKeyFile: fixture.keyPath }, admin: { tokenFile: fixture.tokenPath }, database: join(fixture.dir, 'updater.db'), webhooks: [],
   } as unknown as Config;
   const events: StoreEvent[] = [];
   const store = new ContentStore(config, createLogger('test', 'error'), createStoreMetrics(new Registry()), async (e) => {
