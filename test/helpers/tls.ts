@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -8,6 +9,13 @@ import { promisify } from 'node:util';
 // command line as an operator would (no library of ours involved in making them).
 
 const run = promisify(execFile);
+
+/**
+ * A random serial for each certificate. `-CAcreateserial` keeps the CA's next serial in a shared
+ * `.srl` file that concurrent signings read and write at once: under load one of them read it half
+ * written ("Unable to load number from …srl") and the test failed by chance.
+ */
+const serial = () => ['-set_serial', `0x1${randomBytes(15).toString('hex')}`];
 
 export interface TestPki {
   readonly caCert: string;
@@ -35,7 +43,7 @@ export async function makeClientCertificate(pki: TestPki, cn: string, signer: 'c
   await writeFile(ext, 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n');
   await run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${cn}`]);
   const [caCert, caKey] = signer === 'ca' ? [pki.caCert, pki.caKey] : [pki.otherCaCert, pki.otherCaKey];
-  await run('openssl', ['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '2', '-extfile', ext]);
+  await run('openssl', ['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, ...serial(), '-out', cert, '-days', '2', '-extfile', ext]);
   return { cert, key };
 }
 
@@ -60,7 +68,7 @@ export async function makeTestPki(parent: string): Promise<TestPki> {
   await writeFile(ext, 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n');
   await run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
     '-keyout', serverKey, '-out', csr, '-subj', '/CN=localhost']);
-  await run('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial',
+  await run('openssl', ['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, ...serial(),
     '-out', serverCert, '-days', '2', '-extfile', ext]);
   return { caCert: ca.cert, serverCert, serverKey, otherCaCert: other.cert, caKey: ca.key, otherCaKey: other.key, dir };
 }
