@@ -3,7 +3,7 @@
     "cflags_cc!": ["-fno-exceptions"],
     "cflags_cc": ["-std=c++17", "-O2", "-fexceptions"],
     "cflags!": ["-fno-exceptions"],
-    "libraries": ["-lbz2", "-llzma", "-pthread"],
+    "libraries": ["-lbz2", "-llzma", "-ldivsufsort", "-pthread"],
     "ldflags": ["-pthread"]
   },
   "targets": [

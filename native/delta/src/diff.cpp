@@ -6,6 +6,7 @@
 // and then concatenated behind the header: no part of the patch is held whole in memory.
 #include "diff.hpp"
 
+#include <divsufsort.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,7 +16,6 @@
 
 #include "format.hpp"
 #include "packed-stream.hpp"
-#include "sais.hpp"
 #include "stream-writers.hpp"
 
 namespace delta {
@@ -89,6 +89,10 @@ class PrefixIndex {
   int64_t lastKey_ = -1;
 };
 
+// How far the search moves through the new file between two releases of its pages (a
+// quarter MiB: the window behind the search stays small beside the 5 × old of the sort).
+constexpr int64_t kReleaseStep = 1 << 18;
+
 void appendFile(FileWriter& out, const std::string& path) {
   MappedFile part(path);
   out.write(part.data(), static_cast<size_t>(part.size()));
@@ -124,7 +128,7 @@ DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, cons
   checkSizes(oldSize, newSize);
 
   std::vector<int32_t> sa(static_cast<size_t>(oldSize));
-  sais<uint8_t>(old, sa.data(), static_cast<int32_t>(oldSize), 256);
+  if (oldSize > 0 && divsufsort(old, sa.data(), static_cast<saidx_t>(oldSize)) != 0) throw Failure("NO_MEMORY", "divsufsort could not sort the old file");
   const PrefixIndex prefixes(old, oldSize);
   stats.sortSeconds = secondsSince(started);
 
@@ -147,6 +151,7 @@ DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, cons
 
     int64_t scan = 0, length = 0, position = 0;
     int64_t lastScan = 0, lastPosition = 0, lastOffset = 0;
+    int64_t releasedUpTo = 0;
     while (scan < newSize) {
       int64_t oldScore = 0;
       int64_t scoreScan = scan += length;
@@ -209,6 +214,12 @@ DiffStats writeDiff(const std::string& oldPath, const std::string& newPath, cons
       lastScan = scan - backward;
       lastPosition = position - backward;
       lastOffset = position - scan;
+      // Nothing before lastScan is read again (the streams copied it): the new file's pages
+      // behind it leave the resident set, which keeps the peak near 5 × the old file.
+      if (lastScan - releasedUpTo >= kReleaseStep) {
+        newFile.releaseBefore(lastScan);
+        releasedUpTo = lastScan;
+      }
     }
     stats.scanSeconds = secondsSince(started) - stats.sortSeconds;
     // The suffix array is not needed for the rest: give its memory back before bzip2 ends.

@@ -18,7 +18,9 @@ constexpr int64_t kMaxInputBytes = INT64_C(0x7fffffff);
 
 constexpr char kLzmaMagic[] = "BSDLZMA1";
 constexpr int kLzmaHeaderBytes = 40;
-constexpr uint32_t kXzDictBytes = 1 << 20;
+// 256 KiB: dictionaries of 512 KiB to 8 MiB made patches of real executables no smaller
+// (within 0.1 %), and the encoder's tables, beside the search's suffix array, grow with it.
+constexpr uint32_t kXzDictBytes = 1 << 18;
 // A decoder refuses an xz stream asking for more (the format allows dictionaries up to 8 MiB).
 constexpr uint64_t kXzMemoryLimit = 16 << 20;
 // The longest literal run in one difference record the encoder writes.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -42,6 +43,14 @@ MappedFile::~MappedFile() {
 
 void MappedFile::release() const {
   if (data_ != nullptr) ::madvise(const_cast<uint8_t*>(data_), static_cast<size_t>(size_), MADV_DONTNEED);
+}
+
+void MappedFile::releaseBefore(int64_t offset) {
+  static const int64_t page = ::sysconf(_SC_PAGESIZE);
+  const int64_t end = std::min(offset, size_) / page * page;
+  if (data_ == nullptr || end <= released_) return;
+  ::madvise(const_cast<uint8_t*>(data_) + released_, static_cast<size_t>(end - released_), MADV_DONTNEED);
+  released_ = end;
 }
 
 FileWriter::FileWriter(const std::string& path) : path_(path) {

@@ -30,10 +30,14 @@ class MappedFile {
   int64_t size() const { return size_; }
   // Tells the kernel the pages can go (they stay valid and are read back on demand).
   void release() const;
+  // The same for the whole pages before `offset`: a file read front to back need not keep
+  // what lies behind (its pages would otherwise count in the process's resident memory).
+  void releaseBefore(int64_t offset);
 
  private:
   const uint8_t* data_ = nullptr;
   int64_t size_ = 0;
+  int64_t released_ = 0;
 };
 
 class FileWriter {

@@ -10,16 +10,8 @@ PackedStream::PackedStream(const std::string& path, Codec codec) : out_(path), c
   if (codec == Codec::Bzip2) {
     // Block size 9, as the bsdiff command uses: the same compression, so the same patch size.
     if (BZ2_bzCompressInit(&bz_, 9, 0, 0) != BZ_OK) throw Failure("NO_MEMORY", "bzip2 could not start");
-  } else {
-    // Preset 9e (its nice length of 273 codes the long runs of equal bytes in bsdiff's
-    // streams best), with a 1 MiB dictionary: larger ones gained nothing on real executables
-    // and cost the encoder, and every decoder, memory.
-    lzma_options_lzma options;
-    if (lzma_lzma_preset(&options, 9 | LZMA_PRESET_EXTREME)) throw Failure("INTERNAL", "no xz preset 9e");
-    options.dict_size = kXzDictBytes;
-    const lzma_filter filters[] = {{LZMA_FILTER_LZMA2, &options}, {LZMA_VLI_UNKNOWN, nullptr}};
-    if (lzma_stream_encoder(&xz_, filters, LZMA_CHECK_CRC32) != LZMA_OK) throw Failure("NO_MEMORY", "xz could not start");
   }
+  // The xz encoder starts with the first buffer, when the stream's size may be known.
   for (size_t i = 0; i < kRingBuffers - 1; i++) free_.emplace_back();
   current_.reserve(kBufferBytes);
   worker_ = std::thread([this] { run(); });
@@ -108,7 +100,26 @@ void PackedStream::compressBz2(const std::vector<uint8_t>& input, bool last) {
   }
 }
 
+// Preset 9e (its nice length of 273 codes the long runs of equal bytes in bsdiff's streams
+// best), with a 256 KiB dictionary (format.hpp). A stream that ends within its first buffer
+// (the control and extra streams of most patches) starts its encoder only when the search is
+// over, with a dictionary just large enough for it: those tables never sit beside the suffix
+// array.
+void PackedStream::startXz(size_t streamBytes) {
+  lzma_options_lzma options;
+  if (lzma_lzma_preset(&options, 9 | LZMA_PRESET_EXTREME)) throw Failure("INTERNAL", "no xz preset 9e");
+  options.dict_size = kXzDictBytes;
+  if (streamBytes < kXzDictBytes) {
+    options.dict_size = LZMA_DICT_SIZE_MIN;
+    while (options.dict_size < streamBytes) options.dict_size <<= 1;
+  }
+  const lzma_filter filters[] = {{LZMA_FILTER_LZMA2, &options}, {LZMA_VLI_UNKNOWN, nullptr}};
+  if (lzma_stream_encoder(&xz_, filters, LZMA_CHECK_CRC32) != LZMA_OK) throw Failure("NO_MEMORY", "xz could not start");
+  xzStarted_ = true;
+}
+
 void PackedStream::compressXz(const std::vector<uint8_t>& input, bool last) {
+  if (!xzStarted_) startXz(last ? input.size() : kXzDictBytes);
   const lzma_action action = last ? LZMA_FINISH : LZMA_RUN;
   uint8_t out[1 << 16];
   xz_.next_in = input.data();

@@ -1,8 +1,8 @@
 // A compressed stream (bzip2 for BSDIFF40, xz for bsdiff-lzma) written to a file by a thread
 // of its own: the diff loop hands it 1 MiB buffers and goes on searching while the
 // compressor runs on the other core. Memory is bounded: the compressor's own (bzip2 about
-// 7.6 MB at block size 9, xz about 11 MB with its 1 MiB dictionary) plus a fixed ring of
-// buffers.
+// 7.6 MB at block size 9; xz about 3 MB with its 256 KiB dictionary, started with the first
+// full buffer or at the end) plus a fixed ring of buffers.
 #pragma once
 
 #include <bzlib.h>
@@ -39,6 +39,7 @@ class PackedStream {
   void compress(const std::vector<uint8_t>& input, bool last);
   void compressBz2(const std::vector<uint8_t>& input, bool last);
   void compressXz(const std::vector<uint8_t>& input, bool last);
+  void startXz(size_t streamBytes);
 
   static constexpr size_t kBufferBytes = 1 << 20;
   static constexpr size_t kRingBuffers = 3;
@@ -47,6 +48,7 @@ class PackedStream {
   Codec codec_;
   bz_stream bz_{};
   lzma_stream xz_ = LZMA_STREAM_INIT;
+  bool xzStarted_ = false;
   std::vector<uint8_t> current_;
   std::mutex mutex_;
   std::condition_variable changed_;

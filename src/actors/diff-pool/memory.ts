@@ -7,8 +7,10 @@ const MB = 1024 * 1024;
 
 /**
  * Native engine (a child process): the source mapped (1×), its 32-bit suffix array (4×), the
- * target mapped (1×), three bzip2 compressors with their buffer rings and the program itself
- * (a fixed 40 MiB). Verification runs after the suffix array is freed and needs less.
+ * target mapped (1×: the search lets go of its pages behind it, the verification reads it
+ * whole), three compressors (bzip2, or xz for bsdiff-lzma) with their buffer rings and the
+ * program itself (a fixed 40 MiB, an upper bound). Verification runs after the suffix array
+ * is freed and needs less.
  */
 export const NATIVE_SOURCE_FACTOR = 5;
 export const NATIVE_TARGET_FACTOR = 1;

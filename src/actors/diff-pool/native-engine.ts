@@ -3,10 +3,11 @@ import engine from 'updater-delta-engine';
 import type { DeltaFormat } from '../../shared/delta-formats.js';
 import { UpdaterError } from '../../shared/errors.js';
 
-// The native delta engine (native/delta: SA-IS suffix array, classic BSDIFF40 output) runs
-// as a program in a child process: a crash or an out-of-memory kill of native code ends the
-// child and fails this one generation, never the server. The program writes the patch and
-// then applies it, streamed, comparing every rebuilt byte with the target before it exits 0.
+// The native delta engine (native/delta: libdivsufsort suffix array, BSDIFF40 or bsdiff-lzma
+// output) runs as a program in a child process: a crash or an out-of-memory kill of native
+// code ends the child and fails this one generation, never the server. The program writes
+// the patch and then applies it, streamed, comparing every rebuilt byte with the target
+// before it exits 0.
 
 export interface EngineReport {
   readonly patchBytes: number;

@@ -122,7 +122,7 @@ export function configSchema(base: string) {
       deltaConcurrency: int('delta_concurrency', { default: 2, min: 1, max: 64, meaning: 'concurrent delta generations (diff threads); in a cluster it also sizes the store-keeper\'s PostgreSQL pool at `delta_concurrency + 2` connections: one per generation (each holds its file\'s advisory lock while it runs) and two more for removal announcements and lock attempts on files another replica is generating, besides its one LISTEN connection ([scaling.md](scaling.md))' }),
       deltaEngine: oneOf('delta_engine', DELTA_ENGINES, {
         default: 'native',
-        meaning: '`native`: our engine (SA-IS suffix array, streamed, in a child process; about 5 × source + target + 40 MiB per generation); `bsdiff-node`: the previous library, kept as a fallback (about 21 × the larger input, in the diff thread)',
+        meaning: '`native`: our engine (libdivsufsort suffix array, streamed, in a child process; about 5 × source + target + 40 MiB per generation); `bsdiff-node`: the previous library, kept as a fallback (about 21 × the larger input, in the diff thread)',
       }),
       deltaMaxSourceBytes: bytesIn('MB', 'delta_max_source_mb', { default: 512, min: 0, meaning: 'size cap on either binary of a pair; 0 disables' }),
       fullCompressionLevel: int('full_compression_level', {
