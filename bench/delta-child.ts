@@ -4,6 +4,7 @@ import { applyDelta } from '../agent/apply.js';
 import runDiffTask from '../src/actors/diff-pool/pipeline.js';
 import type { DeltaEngine } from '../src/shared/config/types.js';
 import type { DiffTask } from '../src/messages/diff.js';
+import type { DeltaFormat } from '../src/shared/delta-formats.js';
 import { sha256File } from '../src/shared/hash.js';
 import { makeFixture } from '../test/helpers/fixture.js';
 import { heartbeatUntilSigned } from '../test/helpers/http.js';
@@ -15,7 +16,8 @@ import { startTestServer } from '../test/helpers/server.js';
 //   pipeline  the diff-pool task exactly as the pool runs it (hash checks, the engine, its
 //             verification, zstd); with bsdiff-node also the target bytes handed over from
 //             the target cache, as the store-keeper does
-//   apply     the agent's delta step (zstd frames to .patch, streaming bspatch into a slot)
+//   apply     the agent's delta step (BSDIFF40: zstd frames to .patch, then streaming bspatch
+//             into a slot; bsdiff-lzma: streamed from the file as served)
 //   server    the real server path: publish both versions, heartbeat from the old one and
 //             poll until the manifest is signed (the delta generated on demand)
 //   idle      only the modules loaded: Node's own floor, for reading the peaks above
@@ -28,8 +30,10 @@ export interface ChildJob {
   readonly targetPath: string;
   readonly targetHash: string;
   readonly workDir: string;
-  /** apply: the zstd-compressed patch. */
+  /** apply: the patch as served (BSDIFF40 zstd-compressed, bsdiff-lzma as written). */
   readonly transferPath?: string;
+  /** apply: the patch's format (BSDIFF40 unless named). */
+  readonly format?: DeltaFormat;
 }
 
 export interface ChildOutcome {
@@ -72,7 +76,7 @@ async function apply(job: ChildJob): Promise<Omit<ChildOutcome, 'maxRssKb'>> {
     const targetSlot = join(slotDir, 'b');
     const cpu = cpuMs();
     const started = performance.now();
-    await applyDelta(slotDir, job.transferPath!, job.sourcePath, targetSlot);
+    await applyDelta(slotDir, job.transferPath!, job.sourcePath, targetSlot, job.format);
     const ms = performance.now() - started;
     if ((await sha256File(targetSlot)).hash !== job.targetHash) throw new Error('the agent rebuilt different bytes');
     return { ms, cpuMs: cpuMs() - cpu };

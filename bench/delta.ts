@@ -7,6 +7,7 @@ import engine from 'updater-delta-engine';
 import type { ChildJob, ChildOutcome } from './delta-child.js';
 import { runMeasured, type Measured } from './measure.js';
 import { FORMAT_CORPUS, npmExecutablePair } from './npm-pair.js';
+import type { DeltaFormat } from '../src/shared/delta-formats.js';
 import { formatMedianRow, measureFormats } from './patch-formats.js';
 import { elfPair, firmwarePair, type Pair } from './pairs.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
@@ -96,7 +97,7 @@ export async function runDeltaBench(): Promise<SuiteRecord> {
       .filter((p): p is Pair => p !== undefined);
     const formatRatios: number[] = [];
     for (const pair of corpus) {
-      const formats = await measureFormats(pair, dir);
+      const formats = await measureFormats(pair, dir, async (patchPath) => (await measureApply(pair, dir, patchPath, 'bsdiff-lzma')).maxRssKb, floorKb);
       ratios.push(...formats.rows);
       Object.assign(record, formats.record);
       formatRatios.push(formats.lzmaRatio);
@@ -152,7 +153,9 @@ async function comparePatches(pair: Pair, dir: string): Promise<{ ours: string; 
   return result;
 }
 
-async function measureApply(pair: Pair, dir: string, patchPath: string): Promise<ChildOutcome> {
+/** The agent's apply step in a fresh process: BSDIFF40 zstd-compressed as served, bsdiff-lzma as written. */
+async function measureApply(pair: Pair, dir: string, patchPath: string, format: DeltaFormat = 'bsdiff40'): Promise<ChildOutcome> {
+  if (format !== 'bsdiff40') return (await runChild({ ...jobOf(pair, dir), mode: 'apply', transferPath: patchPath, format }, dir)).outcome;
   const transferPath = `${patchPath}.zst`;
   await runMeasured('zstd', ['-q', '-f', patchPath, '-o', transferPath], dir);
   try {

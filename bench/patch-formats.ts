@@ -24,7 +24,11 @@ export interface FormatOutcome {
   readonly lzmaRatio: number;
 }
 
-export async function measureFormats(pair: Pair, dir: string): Promise<FormatOutcome> {
+/**
+ * `applyPeakKb` runs the agent's apply step on a bsdiff-lzma patch in a fresh process and gives
+ * its peak RSS; `floorKb` is an idle Node process's, so the difference is what applying costs.
+ */
+export async function measureFormats(pair: Pair, dir: string, applyPeakKb: (patchPath: string) => Promise<number>, floorKb: number): Promise<FormatOutcome> {
   const larger = Math.max((await stat(pair.oldPath)).size, pair.newSize);
   const bsdiffPatch = join(dir, `${pair.name}.bsdiff`);
   const b40 = join(dir, `${pair.name}.b40`);
@@ -34,6 +38,7 @@ export async function measureFormats(pair: Pair, dir: string): Promise<FormatOut
     const plain = await runMeasured(engine.programPath, ['diff', pair.oldPath, pair.newPath, b40], dir, 3_600_000);
     const tight = await runMeasured(engine.programPath, ['diff', pair.oldPath, pair.newPath, lzma, 'bsdiff-lzma'], dir, 3_600_000);
     await runMeasured('zstd', ['-q', '-f', '-3', b40, '-o', `${b40}.zst`], dir);
+    const applyKb = await applyPeakKb(lzma);
     const bytes = {
       bsdiff: (await stat(bsdiffPatch)).size,
       b40: (await stat(`${b40}.zst`)).size,
@@ -49,6 +54,7 @@ export async function measureFormats(pair: Pair, dir: string): Promise<FormatOut
       { name: `${pair.name}: bsdiff-lzma generation / bsdiff command`, value: tight.wallMs / command.wallMs, goal: { max: GOAL_TIME }, note: `${seconds(tight.wallMs)} vs ${seconds(command.wallMs)} wall; bsdiff40 ${seconds(plain.wallMs)}` },
       { name: `${pair.name}: bsdiff-lzma CPU time / bsdiff command`, value: tight.cpuMs / command.cpuMs, note: `user+sys ${seconds(tight.cpuMs)} vs ${seconds(command.cpuMs)}: the wall-time ratio on a busy machine` },
       { name: `${pair.name}: bsdiff-lzma peak RSS / larger input`, value: (tight.peakRssKb * 1024) / larger, goal: { max: GOAL_PEAK_VS_INPUT }, note: `${mb(tight.peakRssKb)} MB; bsdiff40 ${mb(plain.peakRssKb)} MB, bsdiff ${mb(command.peakRssKb)} MB` },
+      { name: `${pair.name}: agent apply of bsdiff-lzma, peak RSS / idle Node`, value: applyKb / floorKb, note: `${mb(applyKb)} MB against ${mb(floorKb)} MB idle: the target (${mb(pair.newSize / 1024)} MB) is written as it comes, never held` },
     ];
     const record = {
       [`${pair.name}_format_bsdiff_bytes`]: bytes.bsdiff,
@@ -56,6 +62,7 @@ export async function measureFormats(pair: Pair, dir: string): Promise<FormatOut
       [`${pair.name}_format_lzma_served_bytes`]: bytes.lzma,
       [`${pair.name}_format_lzma_s`]: Number((tight.wallMs / 1000).toFixed(3)),
       [`${pair.name}_format_lzma_peak_rss_mb`]: mb(tight.peakRssKb),
+      [`${pair.name}_format_lzma_apply_peak_rss_mb`]: mb(applyKb),
     };
     return { rows, record, lzmaRatio };
   } finally {

@@ -30,7 +30,7 @@ import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdi
 const MB = 1024 * 1024;
 /** A diff thread's own isolate, before any input (measured: 30-40 MB). */
 const DIFF_THREAD_BASELINE_MB = 48;
-/** bsdiff-node's peak per generation (docs/memory.md). */
+/** bsdiff-node's peak per generation (docs/memory.md); the native engine's is in a child process of its own. */
 const BSDIFF_NODE_FACTOR = 21;
 export const LATENCY_GOAL_P99_MS = 20;
 /** As deploy/updater.service sets them: the main thread's young generation capped (docs/memory.md). */
@@ -78,6 +78,9 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
   const num = (name: string, fallback: number) => (env[name] === undefined ? fallback : Number(env[name]));
   const deviceAuth = env.SOAK_DEVICE_AUTH ?? 'off';
   if (deviceAuth !== 'on' && deviceAuth !== 'off') throw new RangeError(`SOAK_DEVICE_AUTH must be on or off (got ${deviceAuth})`);
+  // The product's default engine serves both patch formats; bsdiff-node fills the target cache.
+  const deltaEngine = env.SOAK_DELTA_ENGINE ?? 'native';
+  if (deltaEngine !== 'native' && deltaEngine !== 'bsdiff-node') throw new RangeError(`SOAK_DELTA_ENGINE must be native or bsdiff-node (got ${deltaEngine})`);
   return {
     quick,
     windowSeconds: num('SOAK_WINDOW_SECONDS', quick ? 60 : 600),
@@ -96,10 +99,11 @@ export function soakOptions(quick: boolean, env: NodeJS.ProcessEnv = process.env
     serverWrapper: (env.SOAK_SERVER_WRAPPER ?? '').split(' ').filter(Boolean),
     ...(env.SOAK_CPU_PROF_DIR ? { cpuProfileDir: env.SOAK_CPU_PROF_DIR } : {}),
     deviceAuth: deviceAuth === 'on',
-    shape: quick
+    shape: { ...(quick
       // The quick window's limits are loose enough for the page cache filling during it.
       ? { tracks: 20, versions: 4, binaryBytes: 256 * 1024, targetCacheMb: 2, hotCacheMb: 2, manifestCacheSize: 60, coapDedupBytes: 64 * 1024, deltaConcurrency: 2, fleetBufferMb: 4, seededDevices: num('SOAK_SEEDED_DEVICES', 0) }
-      : { tracks: 50, versions: 6, binaryBytes: 320 * 1024, targetCacheMb: 8, hotCacheMb: 8, manifestCacheSize: 200, coapDedupBytes: 256 * 1024, deltaConcurrency: 2, fleetBufferMb: 4, seededDevices: num('SOAK_SEEDED_DEVICES', SEEDED_DEVICES) },
+      : { tracks: 50, versions: 6, binaryBytes: 320 * 1024, targetCacheMb: 8, hotCacheMb: 8, manifestCacheSize: 200, coapDedupBytes: 256 * 1024, deltaConcurrency: 2, fleetBufferMb: 4, seededDevices: num('SOAK_SEEDED_DEVICES', SEEDED_DEVICES) }),
+      deltaEngine },
     // A 10-minute window sees a leak of 1 MB/min. A one-minute window right after the fill
     // sees the native allocator still growing toward its working set (measured 12 MB/min on a
     // loaded machine with every actor heap flat), and code still being compiled into the actors'
@@ -169,7 +173,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const idle = (await scrape(server.url, at()))?.rss ?? 0;
     const s = o.shape;
     const boundBytes = idle + (s.targetCacheMb + s.hotCacheMb) * MB + s.manifestCacheSize * 500
-      + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + BSDIFF_NODE_FACTOR * s.binaryBytes) + 2.125 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
+      + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + (s.deltaEngine === 'bsdiff-node' ? BSDIFF_NODE_FACTOR * s.binaryBytes : 0)) + 2.125 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
       // The store-keeper's dead buffers before its collector runs (docs/memory.md, "Dead buffers").
       + DEAD_BUFFER_BYTES;
     o.log(`idle RSS ${mbText(idle)} MB; documented bound ${mbText(boundBytes)} MB; ${o.devices} devices at ${o.rate} heartbeats/s in ${o.loadProcesses} load process(es)${o.deviceAuth ? `; devices.auth on, ${SOAK_AUTH_RATE} enrollments/s` : ''}`);
@@ -215,7 +219,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     failed.catch(() => undefined);
 
     // Fill: until every gauge has reached its budget, or the fill time is up.
-    const budgets = { targetCacheBytes: s.targetCacheMb * MB, hotCacheBytes: s.hotCacheMb * MB, manifestEntries: s.manifestCacheSize, coapDedupBytes: s.coapDedupBytes, deltaConcurrency: s.deltaConcurrency, largestEntryBytes: s.binaryBytes + 4096 };
+    const budgets = { targetCacheBytes: s.deltaEngine === 'bsdiff-node' ? s.targetCacheMb * MB : 0, hotCacheBytes: s.hotCacheMb * MB, manifestEntries: s.manifestCacheSize, coapDedupBytes: s.coapDedupBytes, deltaConcurrency: s.deltaConcurrency, largestEntryBytes: s.binaryBytes + 4096 };
     const fillStart = at();
     // The fleet database's page cache fills as the whole inventory is read (soak/inventory.ts).
     const pageCacheReading = (peak: number): FillReading => {
@@ -272,7 +276,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const serverLatency: Record<string, BucketSummary> = {};
     if (last) for (const t of ['http', 'coap'] as const) serverLatency[`${t}_heartbeat`] = bucketPercentiles(first?.serverHeartbeat[t], last.serverHeartbeat[t]);
     const plateau = judgePlateau(plateauSamples, { boundBytes, rssFloorBytesPerMinute: o.limits.rssFloorMbPerMin * MB, actorHeapBytesPerMinute: o.limits.actorHeapMbPerMin * MB }, { start: liveStart, end: liveEnd });
-    const load = summarizeLoad(reports.plateau);
+    const load = summarizeLoad(reports.plateau, s.deltaEngine === 'native' ? ['bsdiff40', 'bsdiff-lzma'] : ['bsdiff40']);
     const reasons = [...plateau.reasons];
     for (const r of readings) if (!r.filled) reasons.push(`budget ${r.budget} was not filled (${r.gauge} peaked at ${r.peak} of ${r.limit})`);
     reasons.push(...load.failures);

@@ -4,7 +4,9 @@ import type { LoadIdentity } from './device-identity.js';
 // The simulated fleet: which track each device follows and which binary it runs. A chosen
 // share starts on superseded versions (so deltas are generated and downloaded); the rest run
 // the current target (during a staged rollout: the stable target). Another chosen share fails
-// every update it applies (--fail-rate), as a device whose new build does not boot.
+// every update it applies (--fail-rate), as a device whose new build does not boot. Half the
+// fleet names the patch formats it applies (bsdiff-lzma first), half names none, as devices
+// of today do: a soak keeps deltas of both formats generated, cached and downloaded.
 
 export interface TrackInfo {
   readonly key: string;
@@ -26,11 +28,15 @@ export interface Device {
   readonly fails: boolean;
   /** Targets that failed here: not tried again in this run, as the agent's cooldown would hold off. */
   readonly failedTargets: Set<string>;
+  /** The heartbeat's `delta_formats`, or none (such a device is served BSDIFF40). */
+  readonly deltaFormats?: readonly string[];
   /** Its key and token with --device-auth (made at enrollment, kept across runs of one fleet). */
   identity?: LoadIdentity;
   /** The last heartbeat body sent, reused while the version and the second are the same. */
   encoded?: { second: number; versionHash: string; body: string | Buffer };
 }
+
+const TIGHT_FORMATS: readonly string[] = ['bsdiff-lzma', 'bsdiff40'];
 
 export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare: number, coapShare = 0, seed = randomBytes(4).toString('hex'), failShare = 0): Device[] {
   if (tracks.length === 0) throw new Error('the server has no tracks to simulate devices for');
@@ -42,7 +48,8 @@ export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare
     // Spread the shares evenly over the fleet rather than in blocks.
     const transport: LoadTransport = spread(i, 2) < coapShare ? 'coap' : 'http';
     const fails = spread(i, 3) < failShare;
-    devices.push({ id: `load-${seed}-${i.toString().padStart(6, '0')}`, transport, artifact: track.key, versionHash, busy: false, fails, failedTargets: new Set() });
+    const deltaFormats = spread(i, 4) < 0.5 ? TIGHT_FORMATS : undefined;
+    devices.push({ id: `load-${seed}-${i.toString().padStart(6, '0')}`, transport, artifact: track.key, versionHash, busy: false, fails, failedTargets: new Set(), deltaFormats });
   }
   return devices;
 }
@@ -63,7 +70,7 @@ function spread(index: number, salt: number): number {
   return (Math.imul(index + 1, 2654435761 + salt * 40503) >>> 0) / 2 ** 32;
 }
 
-export function heartbeatFields(device: Pick<Device, 'id' | 'versionHash' | 'artifact'>): Record<string, unknown> {
+export function heartbeatFields(device: Pick<Device, 'id' | 'versionHash' | 'artifact' | 'deltaFormats'>): Record<string, unknown> {
   return {
     device_id: device.id,
     version_hash: device.versionHash,
@@ -71,6 +78,7 @@ export function heartbeatFields(device: Pick<Device, 'id' | 'versionHash' | 'art
     timestamp: Math.floor(Date.now() / 1000),
     version: '1.0.0',
     artifact: device.artifact,
+    ...(device.deltaFormats ? { delta_formats: device.deltaFormats } : {}),
   };
 }
 

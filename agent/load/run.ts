@@ -161,7 +161,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       const m = answer.manifest;
       if (!m.update_available) return stats.outcome('up_to_date');
       if (!m.signature) return stats.outcome('retry_later');
-      stats.outcome(m.delta_endpoint ? 'delta_offered' : 'full_offered');
+      stats.outcome(m.delta_endpoint ? `delta_offered_${m.delta_format ?? 'bsdiff40'}` : 'full_offered');
       if (device.failedTargets.has(m.target_hash)) return stats.outcome('failed_target_skipped');
       if (options.download) await fetchUpdate(device, m.delta_endpoint ?? m.binary_endpoint!, m.delta_hash, m.target_hash);
     } catch (err) {

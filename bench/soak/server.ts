@@ -4,6 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import type { DeltaEngine } from '../../src/shared/config/types.js';
 import { writePrivateKeyFile } from '../../src/shared/signing.js';
 import { freePort } from '../../test/helpers/fixture.js';
 
@@ -23,6 +24,12 @@ export interface SoakShape {
   readonly fleetBufferMb: number;
   /** Devices written into the fleet database once the server's idle RSS is measured (inventory.ts); 0 for none. */
   readonly seededDevices: number;
+  /**
+   * `store.delta_engine`. The native engine (the default) serves both patch formats, so the hot
+   * cache holds both; only bsdiff-node generations read the target cache (store.target_cache_mb),
+   * so only a soak on it fills and judges that budget.
+   */
+  readonly deltaEngine: DeltaEngine;
 }
 
 /** The `rollout` object of a publish, as the admin API takes it. */
@@ -70,9 +77,7 @@ export async function startSoakServer(dir: string, shape: SoakShape, command: (c
     store: {
       dir: './store', state_file: './state.json', target_cache_mb: shape.targetCacheMb, hot_delta_cache_mb: shape.hotCacheMb,
       delta_concurrency: shape.deltaConcurrency,
-      // The target cache holds the verified target bytes that bsdiff-node generations read;
-      // the native engine reads its inputs from files and never fills it.
-      delta_engine: 'bsdiff-node',
+      delta_engine: shape.deltaEngine,
       // Full files for re-imaged devices are compressed as they are asked for; level 3 keeps
       // those generations quick (the default level is 19).
       full_compression_level: 3,

@@ -12,6 +12,7 @@ import type { HeapFigures, LiveReading, Scrape } from './scrape.js';
 const MB = 1024 * 1024;
 
 export interface Budgets {
+  /** 0 when no generation reads the target cache (the native engine reads files). */
   readonly targetCacheBytes: number;
   readonly hotCacheBytes: number;
   readonly manifestEntries: number;
@@ -38,11 +39,11 @@ export function fillReadings(samples: readonly Scrape[], b: Budgets): FillReadin
   };
   const entry = b.largestEntryBytes;
   const rows = [
-    row('store.target_cache_mb', 'updater_cache_bytes{cache="target"}', b.targetCacheBytes, (s) => s.targetCache, entry),
     row('store.hot_delta_cache_mb', 'updater_cache_bytes{cache="hot_transfer"}', b.hotCacheBytes, (s) => s.hotCache, entry),
     row('manifest.cache_size', 'updater_signed_manifest_cache_entries', b.manifestEntries, (s) => s.signedManifests, 0),
     row('store.delta_concurrency', 'updater_diff_threads', b.deltaConcurrency, (s) => s.diffThreads, 0),
   ];
+  if (b.targetCacheBytes > 0) rows.unshift(row('store.target_cache_mb', 'updater_cache_bytes{cache="target"}', b.targetCacheBytes, (s) => s.targetCache, entry));
   if (b.coapDedupBytes > 0) rows.push(row('coap.dedup_cache_bytes', 'updater_coap_dedup_cache_bytes', b.coapDedupBytes, (s) => s.coapDedup, 1024));
   return rows;
 }

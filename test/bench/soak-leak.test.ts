@@ -23,7 +23,10 @@ const quick = (): SoakOptions => {
 };
 
 // Both start now; each subtest judges its own when it ends. A soak that throws fails its subtest.
-const leaky = runSoak({ ...quick(), serverEnv: { NODE_OPTIONS: '', UPDATER_TEST_HOOKS: '1', UPDATER_TEST_LEAK_BYTES_PER_HEARTBEAT: '4096' } });
+// The leaky one runs bsdiff-node, whose generations fill the target cache; the healthy one the
+// native engine (the default), whose deltas go out in both patch formats.
+const leakyBase = quick();
+const leaky = runSoak({ ...leakyBase, shape: { ...leakyBase.shape, deltaEngine: 'bsdiff-node' }, serverEnv: { NODE_OPTIONS: '', UPDATER_TEST_HOOKS: '1', UPDATER_TEST_LEAK_BYTES_PER_HEARTBEAT: '4096' } });
 const healthy = runSoak(quick());
 leaky.catch(() => undefined);
 healthy.catch(() => undefined);
@@ -33,6 +36,7 @@ t.test('the quick soak fails on a planted leak and names the actor that grew', a
   t.comment(result.reasons.join('\n'));
   t.not(result.verdict, 'PASS', 'the soak does not pass');
   t.equal(result.plateau.grown[0], 'manifester', 'the manifester is named first');
+  t.ok(result.fill.readings.some((r) => r.budget === 'store.target_cache_mb' && r.filled), 'bsdiff-node generations filled the target cache');
   t.ok(result.reasons.some((r) => r.startsWith('actor manifester grew')), 'the reason names it');
 });
 
@@ -45,4 +49,6 @@ t.test('the same quick soak passes its memory judgement without the leak', async
   // runs the rest of the suite sees the native allocator still growing (bench/README.md).
   t.comment(`RSS floor ${(result.plateau.rssFloorBytesPerMinute / 1048576).toFixed(1)} MB/min, peak ${(result.plateau.peakBytes / 1048576).toFixed(0)} of ${(result.boundBytes / 1048576).toFixed(0)} MB`);
   t.ok(result.fill.readings.every((r) => r.filled), 'every budget was filled first');
+  const offers = result.load.deltaOffers;
+  t.ok((offers.bsdiff40 ?? 0) > 0 && (offers['bsdiff-lzma'] ?? 0) > 0, `deltas of both patch formats were served through the plateau (${JSON.stringify(offers)})`);
 });

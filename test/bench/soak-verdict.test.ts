@@ -78,6 +78,8 @@ t.test('a budget counts as filled when its gauge reached it, within one entry fo
   t.same(readings.map((r) => [r.budget, r.filled]), [
     ['store.target_cache_mb', true], ['store.hot_delta_cache_mb', false], ['manifest.cache_size', true], ['store.delta_concurrency', true], ['coap.dedup_cache_bytes', true],
   ]);
+  const native = fillReadings([s], { targetCacheBytes: 0, hotCacheBytes: 2 * MB, manifestEntries: 60, coapDedupBytes: 65536, deltaConcurrency: 2, largestEntryBytes: 260_000 });
+  t.notOk(native.some((r) => r.budget === 'store.target_cache_mb'), 'no target-cache budget to fill when no generation reads it (the native engine)');
 });
 
 t.test("the server's own heartbeat latency is read from its histogram buckets between two scrapes", async (t) => {
