@@ -1,9 +1,11 @@
 // Lint: typescript-eslint's recommended rules and the import rule of docs/architecture.md
 // ("Import rule"):
 //   - an actor (src/actors/<name>/) imports only src/messages/, src/shared/, its own folder and
-//     the actor runtime beside it (src/actors/*.ts), never another actor's folder; the one
+//     the actor runtime beside it (src/actors/runtime.ts), never another actor's folder; the one
 //     exception is the diff pool, the store-keeper's own worker pool, whose pool.ts the
 //     store-keeper imports to start it;
+//   - the front-ends' shared helpers (src/actors/front-ends/) are imported by the two
+//     front-ends (http, coap) only, and import no actor's folder themselves;
 //   - messages and shared code import no actor and no supervisor, and shared code no message
 //     module (src/messages builds on src/shared, never the other way, so they form no cycle);
 //   - bench/ and test/ may import any module of src/actors/<actor>/; the benchmarks never
@@ -15,8 +17,13 @@ import tseslint from 'typescript-eslint';
 
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 
+/** The folder of code the two front-ends share: a library under src/actors/, not an actor. */
+const FRONT_END_HELPERS = 'front-ends';
+/** The actors that may import it. */
+const FRONT_ENDS = ['http', 'coap'];
 /** Every actor folder, read from the tree, so a new actor is covered without an edit here. */
-const ACTORS = readdirSync(new URL('./src/actors/', import.meta.url), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+const ACTORS = readdirSync(new URL('./src/actors/', import.meta.url), { withFileTypes: true })
+  .filter((d) => d.isDirectory() && d.name !== FRONT_END_HELPERS).map((d) => d.name);
 /** What an actor may import from another actor's folder: nothing, but the diff pool's start. */
 const ALLOWED_ACROSS = { 'store-keeper': { 'diff-pool': 'pool\\.js$' } };
 
@@ -32,6 +39,10 @@ const actorRule = (actor) => ({
       };
     }),
     { regex: '^(\\.\\./)+(supervisor|cli)(/|\\.js$)', message: 'An actor never imports the supervisor or the CLI.' },
+    ...(FRONT_ENDS.includes(actor) ? [] : [{
+      regex: `^(\\.\\./)+${FRONT_END_HELPERS}/`,
+      message: `src/actors/${FRONT_END_HELPERS}/ is the front-ends' (${FRONT_ENDS.join(', ')}): ${actor} may not import it.`,
+    }]),
   ]),
 });
 
@@ -59,6 +70,13 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   ...ACTORS.map(actorRule),
+  {
+    files: [`src/actors/${FRONT_END_HELPERS}/**/*.ts`],
+    rules: restrict([
+      { regex: '^\\.\\./(?!\\.\\.)[^/]+/', message: 'The front-ends\' helpers import no actor\'s folder (only the runtime, src/messages and src/shared).' },
+      { regex: '^(\\.\\./)+(supervisor|cli)(/|\\.js$)', message: 'The front-ends\' helpers never import the supervisor or the CLI.' },
+    ]),
+  },
   {
     files: ['src/actors/*.ts'],
     rules: restrict([

@@ -1,9 +1,9 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { authMessage } from '../../src/shared/device-auth.js';
+import { authMessage } from '../../src/shared/device-identity/auth-request.js';
 
 // A simulated device's identity (devices.auth on the server, docs/protocol.md "Device
 // authentication"): an Ed25519 key, the auth requests it signs, and the token it holds. The
-// canonical text is the shared one (src/shared/device-auth.ts); the key and the signature are
+// canonical text is the shared one (src/shared/device-identity/auth-request.ts); the key and the signature are
 // node:crypto's, a tenth of the cost of the pure-JS signer the agent uses, which matters for a
 // harness that makes 10,000 of them at start.
 

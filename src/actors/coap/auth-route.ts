@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingMessage } from 'coap';
 import { authRequestFields, encodeAuthAnswer } from '../../shared/wire/cbor.js';
-import type { DeviceGate } from '../device-gate.js';
+import type { DeviceGate } from '../front-ends/device-gate.js';
 import { CONTENT_FORMAT_CBOR, send } from './respond.js';
 import type { Handler } from './routes.js';
 

@@ -2,7 +2,7 @@ import { Counter, Gauge } from 'prom-client';
 import type { Kysely } from 'kysely';
 import type { DevicePage, DeviceQuery, DeviceView, FleetApi, ReportView } from '../../messages/fleet.js';
 import type { Database } from '../../shared/database/schema.js';
-import { deviceIdHash, mintDeviceToken } from '../../shared/device-token.js';
+import { deviceIdHash, mintDeviceToken } from '../../shared/device-identity/token.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { WebhookEvent } from '../../shared/webhooks/events.js';
 import type { ActorContext } from '../runtime.js';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { DeviceAuthState, DevicePage, DeviceQuery, DeviceView, PreauthorizedDevice } from '../../messages/fleet.js';
-import type { AuthRequest } from '../../shared/device-auth.js';
-import { deviceIdHash } from '../../shared/device-token.js';
+import type { AuthRequest } from '../../shared/device-identity/auth-request.js';
+import { deviceIdHash } from '../../shared/device-identity/token.js';
 import { UpdaterError } from '../../shared/errors.js';
 import type { Database, DeviceIdentitiesTable } from '../../shared/database/schema.js';
 

@@ -12,7 +12,7 @@ import { AuditLog, auditWriteError } from './audit.js';
 import { OperatorTokenTable } from './operator-tokens.js';
 import { updateFailedEvents } from './webhooks/device-events.js';
 import { Webhooks } from './webhooks/webhooks.js';
-import { ReportLimiter, reportLimitCounter } from '../report-limit.js';
+import { ReportLimiter, reportLimitCounter } from '../../shared/report-limit.js';
 
 // The fleet actor: the only holder of the database connection.
 //
@@ -51,7 +51,7 @@ await runActor(async (ctx) => {
   const webhooks = new Webhooks(ctx.config, () => store?.db, ctx.registry, ctx.log);
   const buffer = new WriteBuffer(fleet.bufferBytes);
   // The front-ends refuse a device's excess reports each on its own transport; this one bucket per
-  // device holds a device that sends over both to the same limit (src/actors/report-limit.ts).
+  // device holds a device that sends over both to the same limit (src/shared/report-limit.ts).
   const reportLimit = new ReportLimiter({ burst: fleet.reportBurst, perMinute: fleet.reportsPerMinute });
   const reportLimited = reportLimitCounter(ctx.registry, 'fleet');
   const metrics = createFleetMetrics(ctx.registry, () => ({ bytes: buffer.bytes, budget: buffer.budgetBytes, dropped: buffer.dropped }));

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { createDeviceCounters } from '../device-metrics.js';
+import { createDeviceCounters } from '../front-ends/device-metrics.js';
 import { FastHistogram } from '../../shared/fast-histogram.js';
 
 export interface HttpMetrics {

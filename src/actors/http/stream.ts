@@ -1,6 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { TransferLocation } from '../../messages/store.js';
-import type { TransferLocator } from '../transfer-locator.js';
+import type { TransferLocator } from '../front-ends/transfer-locator.js';
 import { transferETag } from './conditional.js';
 import { statusLine, type Exchange } from './respond.js';
 

@@ -13,7 +13,7 @@ import { RolloutControl } from './rollout/rollout-control.js';
 import { loadSigningKey } from './signing-key.js';
 import { SignedManifests, signedFrom } from './signer.js';
 import { StoreView } from './store-view.js';
-import { webhookEmitter } from '../webhook-events.js';
+import { webhookEmitter } from './webhook-events.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 import type { ClusterSync } from './cluster/cluster-sync.js';

@@ -4,7 +4,7 @@ import t from 'tap';
 import type { HttpResponse } from 'uWebSockets.js';
 import { exchange, sendError } from '../../../src/actors/http/respond.js';
 import { streamTransfer } from '../../../src/actors/http/stream.js';
-import { TransferLocator } from '../../../src/actors/transfer-locator.js';
+import { TransferLocator } from '../../../src/actors/front-ends/transfer-locator.js';
 import { makeFixture } from '../../helpers/fixture.js';
 
 /** Records what a handler writes, as uWS would put it on the wire. */

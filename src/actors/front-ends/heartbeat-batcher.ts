@@ -1,6 +1,6 @@
-import type { AnswerEncoding, EncodedAnswer, HeartbeatAnswers, HeartbeatBatch, HeartbeatRequest } from '../messages/manifester.js';
-import { deserializeError } from '../shared/errors.js';
-import type { ActorContext } from './runtime.js';
+import type { AnswerEncoding, EncodedAnswer, HeartbeatAnswers, HeartbeatBatch, HeartbeatRequest } from '../../messages/manifester.js';
+import { deserializeError } from '../../shared/errors.js';
+import type { ActorContext } from '../runtime.js';
 
 // Heartbeats that arrive together travel to the manifester together, one message per batch
 // rather than one per heartbeat, and at most one batch is out at a time: the heartbeats that

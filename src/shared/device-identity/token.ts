@@ -1,5 +1,5 @@
 import { hash, timingSafeEqual } from 'node:crypto';
-import { UpdaterError } from './errors.js';
+import { UpdaterError } from '../errors.js';
 import { ROW_LIMIT, TOKEN_TAIL, VerifiedTokens } from './verified-tokens.js';
 
 // Device tokens (devices.auth: on). The fleet actor issues them; each front-end checks them on
@@ -41,7 +41,7 @@ const SHA256_BYTES = 32;
 /**
  * HMAC-SHA256 (RFC 2104) over MAC_CONTEXT and a token body, written out with two one-shot
  * crypto.hash calls over buffers prepared once per key: createHmac builds a KeyObject and an
- * Hmac object per call (3.3 µs here), this 0.8 µs. The result is the same bytes (test/shared/device-token.test.ts checks it against
+ * Hmac object per call (3.3 µs here), this 0.8 µs. The result is the same bytes (test/shared/device-identity/token.test.ts checks it against
  * createHmac). Digests travel as latin1 ('binary') strings: asking crypto.hash for a Buffer costs 1.5 µs.
  */
 class TokenMac {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ReportLimiter } from '../../src/actors/report-limit.js';
+import { ReportLimiter } from '../../src/shared/report-limit.js';
 
 // The per-device token bucket of update reports, on an injected clock.
 

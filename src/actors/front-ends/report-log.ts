@@ -1,5 +1,5 @@
 import { Counter, type Registry } from 'prom-client';
-import type { Logger } from '../shared/logger.js';
+import type { Logger } from '../../shared/logger.js';
 
 /** Failed update reports a front-end writes to its log in one second; the rest are counted. */
 export const FAILED_REPORT_LINES_PER_SECOND = 10;

@@ -1,8 +1,8 @@
 import { createPublicKey, verify } from 'node:crypto';
 import * as ed from '@noble/ed25519';
-import { UpdaterError } from './errors.js';
-import { deviceIdField } from './wire/validate.js';
-import './signing.js'; // installs the SHA-512 that @noble/ed25519's synchronous API needs
+import { UpdaterError } from '../errors.js';
+import { deviceIdField } from '../wire/validate.js';
+import '../signing.js'; // installs the SHA-512 that @noble/ed25519's synchronous API needs
 
 // The device auth request (POST /auth, docs/protocol.md): one signed statement "I, the holder of
 // this key, am this device, now". The agent signs it, the front-ends verify it; the fleet actor

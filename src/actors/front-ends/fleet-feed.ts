@@ -1,8 +1,8 @@
 import { Counter } from 'prom-client';
-import type { FleetBatch, ReportRecord } from '../messages/fleet.js';
-import { HeartbeatPacker } from '../messages/fleet-batch.js';
-import type { Heartbeat, UpdateReport } from '../shared/wire/validate.js';
-import type { ActorContext } from './runtime.js';
+import type { FleetBatch, ReportRecord } from '../../messages/fleet.js';
+import { HeartbeatPacker } from '../../messages/fleet-batch.js';
+import type { Heartbeat, UpdateReport } from '../../shared/wire/validate.js';
+import type { ActorContext } from '../runtime.js';
 
 // What a front-end hands the fleet actor, after the device has its answer: records gathered
 // for a short while travel in one fire-and-forget message, never awaited on an answer path.

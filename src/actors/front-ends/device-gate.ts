@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter } from 'prom-client';
-import { verifyAuthRequest, type AuthOutcome } from '../shared/device-auth.js';
-import { TokenChecker, TokenRefused, type TokenPass, type TokenRefusal } from '../shared/device-token.js';
-import { isUpdaterError } from '../shared/errors.js';
-import type { ActorContext } from './runtime.js';
+import { verifyAuthRequest, type AuthOutcome } from '../../shared/device-identity/auth-request.js';
+import { TokenChecker, TokenRefused, type TokenPass, type TokenRefusal } from '../../shared/device-identity/token.js';
+import { isUpdaterError } from '../../shared/errors.js';
+import type { ActorContext } from '../runtime.js';
 
 // Device identity at a front-end (HTTP and CoAP alike): the token check on every device request
 // and the first half of POST /auth. The check asks no one: the token key and the revocations

@@ -1,8 +1,8 @@
-import type { TransferKind, TransferLocation } from '../messages/store.js';
-import type { DeltaFormat } from '../shared/delta-formats.js';
-import { UpdaterError } from '../shared/errors.js';
-import { CountLru } from '../shared/lru.js';
-import type { ActorContext } from './runtime.js';
+import type { TransferKind, TransferLocation } from '../../messages/store.js';
+import type { DeltaFormat } from '../../shared/delta-formats.js';
+import { UpdaterError } from '../../shared/errors.js';
+import { CountLru } from '../../shared/lru.js';
+import type { ActorContext } from '../runtime.js';
 
 // Where a transfer lives, as both front-ends ask it. A device downloads a transfer as many
 // requests (CoAP blocks, HTTP ranges after a resume); asking the store-keeper for every one

@@ -1,7 +1,7 @@
 import t from 'tap';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { createReportLog, FAILED_REPORT_LINES_PER_SECOND } from '../../src/actors/report-log.js';
+import { createReportLog, FAILED_REPORT_LINES_PER_SECOND } from '../../../src/actors/front-ends/report-log.js';
 
 /** A real pino logger writing its lines into an array, and a clock the test moves. */
 function setup() {

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { HeartbeatBatcher } from '../../src/actors/heartbeat-batcher.js';
-import type { HeartbeatAnswers, HeartbeatBatch, HeartbeatRequest } from '../../src/messages/manifester.js';
-import { serializeError, UpdaterError } from '../../src/shared/errors.js';
+import { HeartbeatBatcher } from '../../../src/actors/front-ends/heartbeat-batcher.js';
+import type { HeartbeatAnswers, HeartbeatBatch, HeartbeatRequest } from '../../../src/messages/manifester.js';
+import { serializeError, UpdaterError } from '../../../src/shared/errors.js';
 
 const request = (n: number): HeartbeatRequest => ({ deviceId: `d${n}`, versionHash: String(n).padStart(64, '0'), artifact: n === 2 ? 'nope' : '' });
 

@@ -1,5 +1,5 @@
-import type { WebhookEvent } from '../shared/webhooks/events.js';
-import type { ActorContext } from './runtime.js';
+import type { WebhookEvent } from '../../shared/webhooks/events.js';
+import type { ActorContext } from '../runtime.js';
 
 // How an actor other than the fleet hands webhook events to the outbox (the fleet actor owns
 // the database; src/actors/fleet/webhooks/). Events no webhook subscribed to stop here. The

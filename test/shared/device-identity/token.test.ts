@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import t from 'tap';
-import { TokenChecker, deviceIdHash, mintDeviceToken } from '../../src/shared/device-token.js';
-import { tokenRefusal } from '../helpers/device-auth.js';
+import { TokenChecker, deviceIdHash, mintDeviceToken } from '../../../src/shared/device-identity/token.js';
+import { tokenRefusal } from '../../helpers/device-auth.js';
 
 // The token's MAC is written out by hand for speed (two one-shot hashes instead of createHmac):
 // these check that it is still HMAC-SHA256 as docs/protocol.md states, so a token minted by one

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { HeartbeatPacker, unpackHeartbeats } from '../../src/messages/fleet-batch.js';
-import { FleetFeed, reportRecord } from '../../src/actors/fleet-feed.js';
-import type { FleetBatch, HeartbeatRecord, PackedHeartbeats } from '../../src/messages/fleet.js';
-import type { Heartbeat } from '../../src/shared/wire/validate.js';
+import { HeartbeatPacker, unpackHeartbeats } from '../../../src/messages/fleet-batch.js';
+import { FleetFeed, reportRecord } from '../../../src/actors/front-ends/fleet-feed.js';
+import type { FleetBatch, HeartbeatRecord, PackedHeartbeats } from '../../../src/messages/fleet.js';
+import type { Heartbeat } from '../../../src/shared/wire/validate.js';
 
 const unpacked = (packed: PackedHeartbeats) => {
   const records: HeartbeatRecord[] = [];

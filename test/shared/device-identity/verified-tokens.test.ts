@@ -1,7 +1,7 @@
 import t from 'tap';
-import { TokenChecker, bearerToken, deviceIdHash, mintDeviceToken } from '../../src/shared/device-token.js';
-import { ROW_LIMIT, VerifiedTokens } from '../../src/shared/verified-tokens.js';
-import { tokenRefusal } from '../helpers/device-auth.js';
+import { TokenChecker, bearerToken, deviceIdHash, mintDeviceToken } from '../../../src/shared/device-identity/token.js';
+import { ROW_LIMIT, VerifiedTokens } from '../../../src/shared/device-identity/verified-tokens.js';
+import { tokenRefusal } from '../../helpers/device-auth.js';
 
 // The front-end's memory of verified tokens is a hand-made hash table of bytes: these check
 // that it finds what it kept across growth and emptying, never answers for another token, and

@@ -1,5 +1,5 @@
 import { Counter, type Registry } from 'prom-client';
-import { CountLru } from '../shared/lru.js';
+import { CountLru } from './lru.js';
 
 // Update reports per device (docs/operations.md, "Report rate limit"). A device sends one
 // report per update attempt, a few an hour at most; one that sends hundreds a second (a broken
