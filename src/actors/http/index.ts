@@ -4,14 +4,14 @@ import { UpdaterError } from '../../shared/errors.js';
 import { fleetFeedFor } from '../front-ends/fleet-feed.js';
 import { deviceGateFor } from '../front-ends/device-gate.js';
 import { runActor, type OwnApi } from '../runtime.js';
-import { registerAdminRoutes } from './admin-routes.js';
-import { listenExclusive, planListeners } from './listeners.js';
-import { CertifiedForwarding, startCertificateFront, type CertificateFront } from './client-certificates.js';
-import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
-import { createHttpMetrics } from './metrics.js';
-import { registerAdminMetrics } from './metrics-route.js';
-import { exchange, sendError } from './respond.js';
-import { registerDeviceRoutes } from './routes.js';
+import { registerAdminRoutes } from './admin/routes.js';
+import { listenExclusive, planListeners } from './server/listeners.js';
+import { CertifiedForwarding, startCertificateFront, type CertificateFront } from './device/client-certificates.js';
+import { loadConsoleAssets, registerConsoleRoutes } from './admin/console.js';
+import { createHttpMetrics } from './server/metrics.js';
+import { registerAdminMetrics } from './server/metrics-route.js';
+import { exchange, sendError } from './server/respond.js';
+import { registerDeviceRoutes } from './device/routes.js';
 import { TransferLocator } from '../front-ends/transfer-locator.js';
 
 /** How long a drain lets open downloads finish before the listener goes away regardless. */
