@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingMessage } from 'coap';
-import { authRequestFields, encodeAuthAnswer } from '../../shared/wire/cbor.js';
-import type { DeviceGate } from '../front-ends/device-gate.js';
-import { CONTENT_FORMAT_CBOR, send } from './respond.js';
+import { authRequestFields, encodeAuthAnswer } from '../../../shared/wire/cbor.js';
+import type { DeviceGate } from '../../front-ends/device-gate.js';
+import { CONTENT_FORMAT_CBOR, send } from '../datagrams/respond.js';
 import type { Handler } from './routes.js';
 
 // Device identity over CoAP (devices.auth: on; docs/protocol.md "Device authentication"):

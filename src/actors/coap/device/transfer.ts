@@ -1,7 +1,7 @@
-import type { TransferKind, TransferLocation } from '../../messages/store.js';
-import type { DeltaFormat } from '../../shared/delta-formats.js';
-import { UpdaterError } from '../../shared/errors.js';
-import type { TransferLocator } from '../front-ends/transfer-locator.js';
+import type { TransferKind, TransferLocation } from '../../../messages/store.js';
+import type { DeltaFormat } from '../../../shared/delta-formats.js';
+import { UpdaterError } from '../../../shared/errors.js';
+import type { TransferLocator } from '../../front-ends/transfer-locator.js';
 import { OpenFiles } from './open-files.js';
 
 // Reads a located transfer's bytes for one Block2 answer. Where it lives is the

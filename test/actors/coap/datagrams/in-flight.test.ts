@@ -1,5 +1,5 @@
 import t from 'tap';
-import { InFlight } from '../../../src/actors/coap/in-flight.js';
+import { InFlight } from '../../../../src/actors/coap/datagrams/in-flight.js';
 
 t.test('admits up to the limit and again after a leave', async (t) => {
   const gate = new InFlight(2);

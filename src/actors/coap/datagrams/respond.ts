@@ -1,7 +1,7 @@
 import type { RemoteInfo } from 'node:dgram';
 import coap, { type IncomingMessage, type OutgoingMessage } from 'coap';
 import type { OptionValue } from 'coap';
-import { errorStatus } from '../../shared/errors.js';
+import { errorStatus } from '../../../shared/errors.js';
 
 // Writing CoAP answers. node-coap's server response splits any payload of 1024 bytes or more
 // into Block2 blocks itself, keeps the whole payload per token for later blocks and replaces

@@ -1,4 +1,4 @@
-import { largestBlockWithin, MIN_BLOCK_BYTES, type BlockOption } from '../../shared/wire/block2.js';
+import { largestBlockWithin, MIN_BLOCK_BYTES, type BlockOption } from '../../../shared/wire/block2.js';
 
 // Block-wise transfer of a download (RFC 7959, Block2), stateless on the server: every block
 // request names its number and size, so any block can be asked for directly and a device

@@ -1,5 +1,5 @@
 import { parse, type ParsedPacket } from 'coap-packet';
-import { MAX_DEVICE_BODY_BYTES } from '../../shared/wire/validate.js';
+import { MAX_DEVICE_BODY_BYTES } from '../../../shared/wire/validate.js';
 
 // The first look at every datagram, before node-coap sees it. node-coap answers a datagram it
 // cannot parse with a 5.00 carrying the parser's message, sent to the source port on the

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export { ECHO_OPTION } from '../../shared/wire/echo.js';
+export { ECHO_OPTION } from '../../../shared/wire/echo.js';
 
 // Amplification over UDP (RFC 7252 §11.3, RFC 9175 §2.4 item 3). A request's source address
 // is not verified, so a forged request could make the server send a victim far more than the

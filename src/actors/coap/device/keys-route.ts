@@ -1,8 +1,8 @@
 import type { IncomingMessage, OutgoingMessage } from 'coap';
-import { UpdaterError } from '../../shared/errors.js';
-import { encodeCertificate } from '../../shared/wire/cbor.js';
-import type { ActorContext } from '../runtime.js';
-import { CONTENT_FORMAT_CBOR, send } from './respond.js';
+import { UpdaterError } from '../../../shared/errors.js';
+import { encodeCertificate } from '../../../shared/wire/cbor.js';
+import type { ActorContext } from '../../runtime.js';
+import { CONTENT_FORMAT_CBOR, send } from '../datagrams/respond.js';
 
 /**
  * `GET /keys` over CoAP: the certificate as CBOR (integer keys 1-5, the signature as 64 bytes);

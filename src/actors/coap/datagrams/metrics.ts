@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { createDeviceCounters } from '../front-ends/device-metrics.js';
+import { createDeviceCounters } from '../../front-ends/device-metrics.js';
 
 export interface CoapMetrics {
   /** Returns the function that records the request's end with its response code. */

@@ -1,6 +1,6 @@
 import { generate } from 'coap-packet';
 import t from 'tap';
-import { inspectDatagram, MAX_REQUEST_BODY_BYTES } from '../../../src/actors/coap/guard.js';
+import { inspectDatagram, MAX_REQUEST_BODY_BYTES } from '../../../../src/actors/coap/datagrams/guard.js';
 
 const request = (payload: Buffer, options: { name: string; value: Buffer }[] = []) =>
   generate({ code: 'POST', messageId: 7, token: Buffer.from([1, 2]), options: [{ name: 'Uri-Path', value: Buffer.from('heartbeat') }, ...options] as never, payload }, 65_000);

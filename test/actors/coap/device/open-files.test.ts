@@ -2,7 +2,7 @@ import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { OpenFiles } from '../../../src/actors/coap/open-files.js';
+import { OpenFiles } from '../../../../src/actors/coap/device/open-files.js';
 
 // The CoAP front-end keeps a transfer's file open between its blocks: one open per file while
 // blocks keep coming, closed when idle, and a bounded number open at once.

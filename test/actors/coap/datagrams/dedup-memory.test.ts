@@ -1,9 +1,9 @@
 import { createSocket } from 'node:dgram';
 import t from 'tap';
 import { generate } from 'coap-packet';
-import { startCoapTestServer } from '../../helpers/coap.js';
-import { firmware, makeFixture } from '../../helpers/fixture.js';
-import { getBytes, metricValue } from '../../helpers/http.js';
+import { startCoapTestServer } from '../../../helpers/coap.js';
+import { firmware, makeFixture } from '../../../helpers/fixture.js';
+import { getBytes, metricValue } from '../../../helpers/http.js';
 
 // A flood of distinct small CoAP requests must cost the coap thread no more than
 // coap.dedup_cache_bytes: node-coap held about 4.6 KB of heap per answer for 100 s (a timer

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { coapChunkSize, selectBlock, unaskedBlockSize } from '../../../src/actors/coap/block2.js';
+import { coapChunkSize, selectBlock, unaskedBlockSize } from '../../../../src/actors/coap/device/block2.js';
 
 t.test('selectBlock picks the asked block and says whether more follow', async (t) => {
   t.same(selectBlock({ num: 2, size: 64 }, 200, 100), { kind: 'block', num: 2, size: 64, offset: 128, length: 64, more: true });
