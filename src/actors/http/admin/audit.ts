@@ -52,7 +52,7 @@ export class AdminAudit {
     try {
       return await this.fleet.begin(this.row(who, method, path, 0, 'started; no answer recorded (the server stopped before it answered)'));
     } catch (err) {
-      // The fleet actor says why (auditWriteError in fleet/audit.ts); a lost message or a closed database is unreachable.
+      // The fleet actor says why (auditWriteError in fleet/operators/audit.ts); a lost message or a closed database is unreachable.
       if (err instanceof UpdaterError && ['STORE_READ_ONLY', 'STORE_FULL', 'DATABASE_UNREACHABLE'].includes(err.code)) throw err;
       throw new UpdaterError('DATABASE_UNREACHABLE', `the audit row of this change could not be written, so the change was not made: ${(err as Error).message}`);
     }

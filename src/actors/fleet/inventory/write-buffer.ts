@@ -1,4 +1,4 @@
-import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 
 // The inventory's pending writes, under a byte budget (fleet.buffer_mb). Heartbeats of one
 // device coalesce: only the newest is kept. Each pending heartbeat is in one of three queues,

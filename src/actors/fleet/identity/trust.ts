@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DeviceTrust } from '../../shared/device-identity/token.js';
+import type { DeviceTrust } from '../../../shared/device-identity/token.js';
 
 // What the front-ends check device tokens with: the MAC key and the revocations, with a version
 // that changes whenever either does. Front-ends ask with the version they hold and the answer

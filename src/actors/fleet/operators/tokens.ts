@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import { MAX_OPERATOR_TOKENS, type OperatorTokenEntry, type OperatorTokenSnapshot, type OperatorTokenView } from '../../messages/operators.js';
-import { isRole } from '../../shared/admin-roles.js';
-import { PgListener } from '../../shared/database/listener.js';
-import type { Database, Engine } from '../../shared/database/schema.js';
-import { UpdaterError } from '../../shared/errors.js';
-import type { Logger } from '../../shared/logger.js';
+import { MAX_OPERATOR_TOKENS, type OperatorTokenEntry, type OperatorTokenSnapshot, type OperatorTokenView } from '../../../messages/operators.js';
+import { isRole } from '../../../shared/admin-roles.js';
+import { PgListener } from '../../../shared/database/listener.js';
+import type { Database, Engine } from '../../../shared/database/schema.js';
+import { UpdaterError } from '../../../shared/errors.js';
+import type { Logger } from '../../../shared/logger.js';
 
 // Operator tokens as the fleet actor keeps them: rows of (id, name, role, SHA-256 of the token,
 // created_at, expires_at) in the database, and the same rows in memory, which the HTTP

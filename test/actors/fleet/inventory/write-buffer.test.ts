@@ -1,6 +1,6 @@
 import t from 'tap';
-import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
-import { ADMIT_EVERY, heartbeatBytes, KNOWN_ENTRY_BYTES, WriteBuffer } from '../../../src/actors/fleet/write-buffer.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../../src/messages/fleet.js';
+import { ADMIT_EVERY, heartbeatBytes, KNOWN_ENTRY_BYTES, WriteBuffer } from '../../../../src/actors/fleet/inventory/write-buffer.js';
 
 const H = (n: number) => n.toString(16).padStart(64, '0');
 let clock = 0;

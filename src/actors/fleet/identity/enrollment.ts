@@ -1,16 +1,17 @@
 import { Counter, Gauge } from 'prom-client';
 import type { Kysely } from 'kysely';
-import type { DevicePage, DeviceQuery, DeviceView, FleetApi, ReportView } from '../../messages/fleet.js';
-import type { Database } from '../../shared/database/schema.js';
-import { deviceIdHash, mintDeviceToken } from '../../shared/device-identity/token.js';
-import { UpdaterError } from '../../shared/errors.js';
-import type { WebhookEvent } from '../../shared/webhooks/events.js';
-import type { ActorContext } from '../runtime.js';
-import { deviceView } from './fleet-queries.js';
-import { deletePending, rejectPending } from './identity-bulk.js';
+import type { DevicePage, DeviceQuery, DeviceView, FleetApi, ReportView } from '../../../messages/fleet.js';
+import type { Database } from '../../../shared/database/schema.js';
+import { deviceIdHash, mintDeviceToken } from '../../../shared/device-identity/token.js';
+import { UpdaterError } from '../../../shared/errors.js';
+import type { WebhookEvent } from '../../../shared/webhooks/events.js';
+import type { ActorContext } from '../../runtime.js';
+import type { Every } from '../schedule.js';
+import { deviceView } from '../inventory/queries.js';
+import { deletePending, rejectPending } from './bulk.js';
 import * as ids from './identities.js';
 import { TrustState } from './trust.js';
-import { devicePendingEvent } from './webhooks/device-events.js';
+import { devicePendingEvent } from '../webhooks/device-events.js';
 
 // The fleet actor's half of device identity: enrollment decisions and token issuing for POST
 // /auth (pending entries expire after devices.pending_ttl), the operator's accept / reject /
@@ -29,7 +30,6 @@ const PENDING_GAUGE_MS = 30_000;
 /** What a pending device is told to wait before it asks again, seconds. */
 export const PENDING_RETRY_AFTER_S = 60;
 
-type Every = (ms: number, what: string, fn: () => Promise<void>) => void;
 /** Webhooks.record: events into the outbox, within the given transaction. */
 type RecordEvents = (events: readonly WebhookEvent[], into: Kysely<Database>) => Promise<void>;
 type IdentityApi = Pick<FleetApi, 'authenticate' | 'deviceTrust' | 'setDeviceState' | 'preauthorize' | 'deleteDevice' | 'settlePending'>;

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { FastHistogram } from '../../shared/fast-histogram.js';
+import { FastHistogram } from '../../../shared/fast-histogram.js';
 import type { DropReason } from './write-buffer.js';
 
 /** Versions shown per track in the gauge; the rest are summed under version_hash="other". */

@@ -1,6 +1,6 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
-import type { PendingFilter } from '../../messages/fleet.js';
-import type { Database } from '../../shared/database/schema.js';
+import type { PendingFilter } from '../../../messages/fleet.js';
+import type { Database } from '../../../shared/database/schema.js';
 
 // The operator's bulk answer to an anonymous enrollment burst (docs/operations.md, "Enrolling
 // devices"): reject or delete every pending enrollment a filter names, in one statement, rather

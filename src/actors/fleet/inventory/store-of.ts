@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
-import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
-import { driverOf, type Driver } from '../../shared/database/connect.js';
-import type { Database } from '../../shared/database/schema.js';
-import type { FleetStore } from './fleet-store.js';
-import { postgresFleetStore } from './fleet-store-postgres.js';
-import { sqliteFleetStore } from './fleet-store-sqlite.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
+import { driverOf, type Driver } from '../../../shared/database/connect.js';
+import type { Database } from '../../../shared/database/schema.js';
+import type { FleetStore } from './store.js';
+import { postgresFleetStore } from './store-postgres.js';
+import { sqliteFleetStore } from './store-sqlite.js';
 
 /** The FleetStore of a driver: the one place that looks at which engine it is. */
 export function fleetStoreOn(driver: Driver): FleetStore {

@@ -1,4 +1,4 @@
-import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 
 // What both engines' flushes (fleet-store.ts) compute the same way in JavaScript.
 

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Selectable } from 'kysely';
-import type { DeviceAuthState, DevicePage, DeviceQuery, DeviceView, PreauthorizedDevice } from '../../messages/fleet.js';
-import type { AuthRequest } from '../../shared/device-identity/auth-request.js';
-import { deviceIdHash } from '../../shared/device-identity/token.js';
-import { UpdaterError } from '../../shared/errors.js';
-import type { Database, DeviceIdentitiesTable } from '../../shared/database/schema.js';
+import type { DeviceAuthState, DevicePage, DeviceQuery, DeviceView, PreauthorizedDevice } from '../../../messages/fleet.js';
+import type { AuthRequest } from '../../../shared/device-identity/auth-request.js';
+import { deviceIdHash } from '../../../shared/device-identity/token.js';
+import { UpdaterError } from '../../../shared/errors.js';
+import type { Database, DeviceIdentitiesTable } from '../../../shared/database/schema.js';
 
 // Device identities in the fleet database: the enrollment decisions of docs/operations.md and
 // the operator's calls. Device-facing (authenticate) and operator-facing (the rest) queries

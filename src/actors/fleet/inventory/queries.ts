@@ -1,13 +1,13 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Transport } from '../../messages/admin-wire.js';
-import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, OfferRecord, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../messages/fleet.js';
-import { recountVersions } from '../../shared/database/connect.js';
-import type { Database, DevicesTable, ReportsTable } from '../../shared/database/schema.js';
+import type { Transport } from '../../../messages/admin-wire.js';
+import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, OfferRecord, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../../messages/fleet.js';
+import { recountVersions } from '../../../shared/database/connect.js';
+import type { Database, DevicesTable, ReportsTable } from '../../../shared/database/schema.js';
 
 // Every query of the inventory, written once for both engines: only portable SQL (no engine
 // functions). The one exception is the flush, the hot write, in fleet-store.ts.
 
-export { writeBatch } from './fleet-store-of.js';
+export { writeBatch } from './store-of.js';
 
 export const DEVICE_REPORTS_SHOWN = 50;
 const DAY_SECONDS = 86_400;

@@ -1,9 +1,9 @@
 import t from 'tap';
-import { adminCall, eventually, trackOf } from '../../helpers/admin.js';
-import { startCluster } from '../../helpers/cluster.js';
-import { firmware, makeFixture } from '../../helpers/fixture.js';
-import { startReceiver } from '../../helpers/webhook-receiver.js';
-import { WEBHOOK_EVENT_TYPES } from '../../../src/shared/webhooks/events.js';
+import { adminCall, eventually, trackOf } from '../../../helpers/admin.js';
+import { startCluster } from '../../../helpers/cluster.js';
+import { firmware, makeFixture } from '../../../helpers/fixture.js';
+import { startReceiver } from '../../../helpers/webhook-receiver.js';
+import { WEBHOOK_EVENT_TYPES } from '../../../../src/shared/webhooks/events.js';
 import { ok, SECRET, secretFile } from './webhooks-case.js';
 
 // Webhooks from a cluster of two replicas over PostgreSQL: whichever replica took a change,

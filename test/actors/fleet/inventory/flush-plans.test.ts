@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import t from 'tap';
-import type { HeartbeatRecord } from '../../../src/messages/fleet.js';
-import { POSTGRES_DEVICE_STATEMENTS } from '../../../src/actors/fleet/fleet-store-postgres.js';
-import { SQLITE_FLUSH_STATEMENTS } from '../../../src/actors/fleet/fleet-store-sqlite.js';
-import { driverOf } from '../../../src/shared/database/connect.js';
-import * as q from '../../../src/actors/fleet/fleet-queries.js';
-import { openTestDatabase } from '../../helpers/databases.js';
+import type { HeartbeatRecord } from '../../../../src/messages/fleet.js';
+import { POSTGRES_DEVICE_STATEMENTS } from '../../../../src/actors/fleet/inventory/store-postgres.js';
+import { SQLITE_FLUSH_STATEMENTS } from '../../../../src/actors/fleet/inventory/store-sqlite.js';
+import { driverOf } from '../../../../src/shared/database/connect.js';
+import * as q from '../../../../src/actors/fleet/inventory/queries.js';
+import { openTestDatabase } from '../../../helpers/databases.js';
 
 // Every statement of the flush that reaches devices must find each device by its id, whatever
 // the planner knows: a probe that reads a range (all the devices of a track and version) per

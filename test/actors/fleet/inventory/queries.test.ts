@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
-import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
-import * as q from '../../../src/actors/fleet/fleet-queries.js';
-import { ENGINES, openTestDatabase } from '../../helpers/databases.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../../src/messages/fleet.js';
+import * as q from '../../../../src/actors/fleet/inventory/queries.js';
+import { ENGINES, openTestDatabase } from '../../../helpers/databases.js';
 
 const H = (n: number) => n.toString(16).padStart(64, '0');
 const NOW = 1_800_000_000_000;

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import type { AuditPage, AuditQuery, AuditRecord } from '../../messages/operators.js';
-import type { Database } from '../../shared/database/schema.js';
-import { UpdaterError } from '../../shared/errors.js';
-import type { Logger } from '../../shared/logger.js';
+import type { AuditPage, AuditQuery, AuditRecord } from '../../../messages/operators.js';
+import type { Database } from '../../../shared/database/schema.js';
+import { UpdaterError } from '../../../shared/errors.js';
+import type { Logger } from '../../../shared/logger.js';
 
 // The audit log (docs/operations.md): rows handed over by the HTTP front-end, written in the
 // order they came, in batches. A change is recorded before it is made: `begin` writes its row

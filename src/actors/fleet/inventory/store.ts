@@ -1,5 +1,5 @@
-import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
-import type { Engine } from '../../shared/database/schema.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
+import type { Engine } from '../../../shared/database/schema.js';
 
 // The inventory's one hot write: a flush of heartbeats and reports, in one transaction. It is
 // the only place that goes around the query builder, on purpose: at tens of thousands of

@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
-import { latestReports, seconds, VersionMoves } from './fleet-moves.js';
-import type { FleetStore } from './fleet-store.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
+import { latestReports, seconds, VersionMoves } from './moves.js';
+import type { FleetStore } from './store.js';
 
 // The flush on PostgreSQL (plan in fleet-store.ts): each step is one statement over a whole
 // chunk, its rows passed as one array parameter per column and unnested on the server, so a
@@ -95,7 +95,7 @@ async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly HeartbeatR
   try {
     // Every statement of a flush reaches devices by key, a few thousand at a time: index
     // lookups are the one right plan, and every index of devices they can use ends in
-    // device_id (migration 0005; test/actors/fleet/flush-plans.test.ts checks the plans).
+    // device_id (migration 0005; test/actors/fleet/inventory/flush-plans.test.ts checks the plans).
     // Left to its statistics, the planner of a table that grew from empty since its last
     // ANALYZE chose scans per unnested row that read a whole table or a whole version's range
     // (one 5,000-device touch ran for seconds, and the buffer filled behind it).

@@ -1,13 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import type { Engine } from '../../../src/shared/database/schema.js';
-import { adminCall, eventually } from '../../helpers/admin.js';
-import { firmware, freePort, type Fixture } from '../../helpers/fixture.js';
-import { metricValue, postJson } from '../../helpers/http.js';
-import { configDocument, spawnServer, writeConfig, type ServerProcess } from '../../helpers/server.js';
-import { startWebhookFixture, type Receiver } from '../../helpers/webhook-receiver.js';
-import { WEBHOOK_EVENT_TYPES } from '../../../src/shared/webhooks/events.js';
+import type { Engine } from '../../../../src/shared/database/schema.js';
+import { adminCall, eventually } from '../../../helpers/admin.js';
+import { firmware, freePort, type Fixture } from '../../../helpers/fixture.js';
+import { metricValue, postJson } from '../../../helpers/http.js';
+import { configDocument, spawnServer, writeConfig, type ServerProcess } from '../../../helpers/server.js';
+import { startWebhookFixture, type Receiver } from '../../../helpers/webhook-receiver.js';
+import { WEBHOOK_EVENT_TYPES } from '../../../../src/shared/webhooks/events.js';
 
 // The webhook tests on each database engine (webhooks.test.ts on SQLite,
 // webhooks-postgres.test.ts on PostgreSQL), as test/server/fleet-inventory-case.ts does: one

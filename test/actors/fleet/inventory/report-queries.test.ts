@@ -1,7 +1,7 @@
 import t from 'tap';
-import type { HeartbeatRecord, ReportRecord } from '../../../src/messages/fleet.js';
-import * as q from '../../../src/actors/fleet/fleet-queries.js';
-import { ENGINES, openTestDatabase } from '../../helpers/databases.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../../src/messages/fleet.js';
+import * as q from '../../../../src/actors/fleet/inventory/queries.js';
+import { ENGINES, openTestDatabase } from '../../../helpers/databases.js';
 
 // The two reads the console needs beyond the documented reads of docs/fleet.md: devices not seen for a while, and the
 // newest reports across the fleet (failed updates with their reasons). Both engines.

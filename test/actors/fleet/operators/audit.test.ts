@@ -1,11 +1,11 @@
 import t from 'tap';
 import type { Kysely } from 'kysely';
-import { AuditLog } from '../../../src/actors/fleet/audit.js';
-import { OperatorTokenTable } from '../../../src/actors/fleet/operator-tokens.js';
-import type { AuditRecord } from '../../../src/messages/operators.js';
-import type { Database } from '../../../src/shared/database/schema.js';
-import { createLogger } from '../../../src/shared/logger.js';
-import { ENGINES, openTestDatabase } from '../../helpers/databases.js';
+import { AuditLog } from '../../../../src/actors/fleet/operators/audit.js';
+import { OperatorTokenTable } from '../../../../src/actors/fleet/operators/tokens.js';
+import type { AuditRecord } from '../../../../src/messages/operators.js';
+import type { Database } from '../../../../src/shared/database/schema.js';
+import { createLogger } from '../../../../src/shared/logger.js';
+import { ENGINES, openTestDatabase } from '../../../helpers/databases.js';
 
 // The fleet actor's audit log and token table over both engines: rows written in order and
 // paged newest first, retention by age, rows kept while the database is away, and a token row

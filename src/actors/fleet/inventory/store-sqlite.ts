@@ -1,7 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import type { HeartbeatRecord, ReportRecord } from '../../messages/fleet.js';
-import { latestReports, seconds, VersionMoves } from './fleet-moves.js';
-import type { FleetStore } from './fleet-store.js';
+import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
+import { latestReports, seconds, VersionMoves } from './moves.js';
+import type { FleetStore } from './store.js';
 
 // The flush on SQLite (plan in fleet-store.ts): better-sqlite3 is synchronous, so one
 // transaction of statements prepared once per connection is the whole write, with no
