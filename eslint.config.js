@@ -10,7 +10,7 @@
 //     module (src/messages builds on src/shared, never the other way, so they form no cycle);
 //   - bench/ and test/ may import any module of src/actors/<actor>/; the benchmarks never
 //     import the supervisor;
-//   - the agent (and its load harness) and tools/ never import src/actors or src/supervisor.
+//   - the agent, the load simulator (src/load/) and tools/ never import src/actors or src/supervisor.
 import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -38,7 +38,7 @@ const actorRule = (actor) => ({
         message: `An actor imports only src/messages, src/shared, its own folder and the actor runtime: ${actor} may not import ${other}'s folder.`,
       };
     }),
-    { regex: '^(\\.\\./)+(supervisor|cli)(/|\\.js$)', message: 'An actor never imports the supervisor or the CLI.' },
+    { regex: '^(\\.\\./)+(supervisor|cli|load)(/|\\.js$)', message: 'An actor never imports the supervisor, the CLI or the load simulator.' },
     ...(FRONT_ENDS.includes(actor) ? [] : [{
       regex: `^(\\.\\./)+${FRONT_END_HELPERS}/`,
       message: `src/actors/${FRONT_END_HELPERS}/ is the front-ends' (${FRONT_ENDS.join(', ')}): ${actor} may not import it.`,
@@ -104,9 +104,9 @@ export default tseslint.config(
     ]),
   },
   {
-    files: ['agent/**/*.ts', 'tools/**/*.ts'],
+    files: ['agent/**/*.ts', 'src/load/**/*.ts', 'tools/**/*.ts'],
     rules: restrict([
-      { regex: '/src/(actors|supervisor)/', message: 'The agent, the load harness and tools use src/shared (the wire module) and src/messages, never an actor or the supervisor.' },
+      { regex: '(^|/)(src/)?(actors|supervisor)/', message: 'The agent, the load simulator and tools use src/shared (the wire module) and src/messages, never an actor or the supervisor.' },
     ]),
   },
 );

@@ -70,7 +70,7 @@ await runActor(async (ctx) => {
       registerBinary: (path, expected) => ctx.call('store-keeper', (s) => s.registerBinary(path, expected)),
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
-      adoptBinary: (hash) => requests.adoptBinary(hash),
+      adoptInBackground: (hash) => requests.adoptInBackground(hash),
       storedBinary: (hash) => ctx.call('store-keeper', (s) => s.adoptBinary(hash)),
     },
     onTracksChanged: (all) => watcher.sync(all),

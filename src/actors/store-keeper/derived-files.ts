@@ -8,7 +8,7 @@ import { UpdaterError, deserializeError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import { binaryName, transferName } from '../../shared/store-layout.js';
 import { expectedGenerationBytes, startDiffPool, type DiffPool, type RunDiffTask } from '../diff-pool/pool.js';
-import type { Adoption, IndexedStore } from './adoption.js';
+import type { Adoption, IndexedStore } from './cluster-adoption.js';
 import type { ClusterFiles } from './cluster-files.js';
 import type { StoreMetrics } from './metrics.js';
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { UploadEnd, UploadSlot } from '../../messages/store.js';
-import { Uploads } from './adopt.js';
+import { Uploads } from './uploads.js';
 import type { BinaryInfo, RemovalRequest, RemovalResult, StoreCondition, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { isDeltaFormat, type DeltaFormat } from '../../shared/delta-formats.js';
@@ -19,7 +19,7 @@ import type { StoreMetrics } from './metrics.js';
 import { openStoreDirs } from './scan.js';
 import type { ClusterFiles, RemovedFiles } from './cluster-files.js';
 import { Writability } from './writability.js';
-import { Adoption, type StoreEventBody } from './adoption.js';
+import { Adoption, type StoreEventBody } from './cluster-adoption.js';
 import { DerivedFiles } from './derived-files.js';
 
 export type { RunDiffTask };

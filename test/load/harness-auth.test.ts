@@ -1,9 +1,9 @@
 import t from 'tap';
-import { adminCall, eventually } from '../../helpers/admin.js';
-import { startCoapTestServer } from '../../helpers/coap.js';
-import { heartbeatCoap, heartbeatHttp } from '../../helpers/device-auth.js';
-import { firmware, makeFixture } from '../../helpers/fixture.js';
-import { runUpdater } from '../../helpers/server.js';
+import { adminCall, eventually } from '../helpers/admin.js';
+import { startCoapTestServer } from '../helpers/coap.js';
+import { heartbeatCoap, heartbeatHttp } from '../helpers/device-auth.js';
+import { firmware, makeFixture } from '../helpers/fixture.js';
+import { runUpdater } from '../helpers/server.js';
 
 // `updater load --device-auth` against a real server with devices.auth on, over HTTP and CoAP:
 // every simulated device enrolls and sends its token, the inventory holds those devices and no

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { judgeSoak, rssFloorGrowthPerMinute, rssSlopePerMinute } from '../../../agent/load/rss.js';
+import { judgeSoak, rssFloorGrowthPerMinute, rssSlopePerMinute } from '../../src/load/rss.js';
 
 const MB = 1024 * 1024;
 const series = (seconds: number, at: (s: number) => number) => Array.from({ length: seconds }, (_, s) => ({ atSeconds: s, bytes: at(s) }));

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { adminCall } from '../../helpers/admin.js';
-import { firmware, freePort, makeFixture } from '../../helpers/fixture.js';
-import { runUpdater, startTestServer } from '../../helpers/server.js';
+import { adminCall } from '../helpers/admin.js';
+import { firmware, freePort, makeFixture } from '../helpers/fixture.js';
+import { runUpdater, startTestServer } from '../helpers/server.js';
 
 t.test('updater load drives a mixed HTTP and CoAP fleet and reports what happened', async (t) => {
   const fixture = await makeFixture();

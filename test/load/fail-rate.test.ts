@@ -1,8 +1,8 @@
 import t from 'tap';
-import { adminCall } from '../../helpers/admin.js';
-import { firmware, freePort, makeFixture } from '../../helpers/fixture.js';
-import { getBytes, metricValue } from '../../helpers/http.js';
-import { runUpdater, startTestServer } from '../../helpers/server.js';
+import { adminCall } from '../helpers/admin.js';
+import { firmware, freePort, makeFixture } from '../helpers/fixture.js';
+import { getBytes, metricValue } from '../helpers/http.js';
+import { runUpdater, startTestServer } from '../helpers/server.js';
 
 // `updater load --fail-rate`: the share of simulated devices whose update fails its boot check
 // reports it with a rollback reason, as an operator needs to watch a staged rollout pause itself.

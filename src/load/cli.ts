@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { parseDuration } from '../../src/shared/duration.js';
+import { parseDuration } from '../shared/duration.js';
 import { runLoad, type LoadOptions, type LoadReport } from './run.js';
 import { saturationReasons } from './saturation.js';
 

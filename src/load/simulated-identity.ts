@@ -1,5 +1,5 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { authMessage } from '../../src/shared/device-identity/auth-request.js';
+import { authMessage } from '../shared/device-identity/auth-request.js';
 
 // A simulated device's identity (devices.auth on the server, docs/protocol.md "Device
 // authentication"): an Ed25519 key, the auth requests it signs, and the token it holds. The

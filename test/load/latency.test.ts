@@ -1,5 +1,5 @@
 import t from 'tap';
-import { LatencyHistogram } from '../../../agent/load/latency.js';
+import { LatencyHistogram } from '../../src/load/latency.js';
 
 t.test('percentiles are read to within 0.1 % and histograms of several processes merge', async (t) => {
   const a = new LatencyHistogram();

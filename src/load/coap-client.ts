@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import coap, { type IncomingMessage } from 'coap';
-import type { Manifest } from '../../src/messages/manifester.js';
-import { decodeAuthAnswer, decodeManifest, encodeAuthRequest } from '../../src/shared/wire/cbor.js';
-import { ECHO_OPTION, echoValue } from '../../src/shared/wire/echo.js';
-import { isUpdaterError } from '../../src/shared/errors.js';
-import { CoapTransport } from '../coap-transport.js';
-import type { AuthAnswer, HeartbeatAnswer } from './http-transport.js';
+import type { Manifest } from '../messages/manifester.js';
+import { decodeAuthAnswer, decodeManifest, encodeAuthRequest } from '../shared/wire/cbor.js';
+import { ECHO_OPTION, echoValue } from '../shared/wire/echo.js';
+import { isUpdaterError } from '../shared/errors.js';
+import { CoapTransport } from '../../agent/coap-transport.js';
+import type { AuthAnswer, HeartbeatAnswer } from './http-client.js';
 
 // The harness's CoAP client: node-coap over one UDP socket (its Agent), confirmable requests
 // with node-coap's own retransmission; downloads through the device agent's own client (see

@@ -1,8 +1,8 @@
 import { createSocket } from 'node:dgram';
 import { connect, type Socket } from 'node:net';
 import { generate, parse } from 'coap-packet';
-import { encodeHeartbeat } from '../../src/shared/wire/cbor.js';
-import { ECHO_OPTION, echoValue } from '../../src/shared/wire/echo.js';
+import { encodeHeartbeat } from '../shared/wire/cbor.js';
+import { ECHO_OPTION, echoValue } from '../shared/wire/echo.js';
 import { heartbeatFields } from './fleet.js';
 import { OBSERVE_POST, coapPing, garbageDatagram, hostileCborBodies } from './hostile.js';
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { LoadIdentity } from './device-identity.js';
+import type { LoadIdentity } from './simulated-identity.js';
 
 // The simulated fleet: which track each device follows and which binary it runs. A chosen
 // share starts on superseded versions (so deltas are generated and downloaded); the rest run

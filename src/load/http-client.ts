@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Agent, request } from 'node:http';
-import type { Manifest } from '../../src/messages/manifester.js';
+import type { Manifest } from '../messages/manifester.js';
 
 // The harness's HTTP client: node:http over keep-alive agents, so thousands of simulated
 // devices share a bounded number of sockets, as devices behind one gateway would. Downloads

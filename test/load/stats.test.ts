@@ -1,5 +1,5 @@
 import t from 'tap';
-import { LoadStats } from '../../../agent/load/stats.js';
+import { LoadStats } from '../../src/load/stats.js';
 
 t.test('latency percentiles come from the histogram to three significant digits', async (t) => {
   const stats = new LoadStats();

@@ -1,8 +1,8 @@
-import type { CoapLoadClient } from './coap-transport.js';
+import type { CoapLoadClient } from './coap-client.js';
 import { withTimeout } from './deadline.js';
-import { newIdentity, preauthorize, signedAuthFields } from './device-identity.js';
+import { newIdentity, preauthorize, signedAuthFields } from './simulated-identity.js';
 import type { Device } from './fleet.js';
-import type { AuthAnswer, HttpLoadClient } from './http-transport.js';
+import type { AuthAnswer, HttpLoadClient } from './http-client.js';
 
 // Device authentication for the load harness (--device-auth): each simulated device gets an
 // Ed25519 identity, authenticates over its own transport as the agent does (agent/enroll.ts),

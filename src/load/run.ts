@@ -1,8 +1,8 @@
-import { encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
-import { CoapLoadClient } from './coap-transport.js';
+import { encodeHeartbeat, encodeReport } from '../shared/wire/cbor.js';
+import { CoapLoadClient } from './coap-client.js';
 import { withTimeout } from './deadline.js';
 import { buildFleet, discoverTracks, heartbeatFields, reflash, reportFields, type Device } from './fleet.js';
-import { HttpLoadClient } from './http-transport.js';
+import { HttpLoadClient } from './http-client.js';
 import { LoadAuth, type DeviceAuthOptions, type DeviceAuthReport } from './load-auth.js';
 import { judgeSoak, mb, readServerRss, type RssSample, type SoakVerdict } from './rss.js';
 import { LoadStats } from './stats.js';

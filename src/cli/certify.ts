@@ -1,8 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parseDuration } from './shared/duration.js';
-import { signCertificate, type KeyCertificate } from './shared/release/certificate.js';
-import { readPrivateKeyFile } from './shared/signing.js';
+import { parseDuration } from '../shared/duration.js';
+import { signCertificate, type KeyCertificate } from '../shared/release/certificate.js';
+import { readPrivateKeyFile } from '../shared/signing.js';
 
 // `updater certify`: the offline root key vouches for a signing key (docs/operations.md, "Key
 // rotation"). The root key never needs to be on the server; only the certificate does.
