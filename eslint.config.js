@@ -10,10 +10,12 @@
 //     module (src/messages builds on src/shared, never the other way, so they form no cycle);
 //   - bench/ and test/ may import any module of src/actors/<actor>/; the benchmarks never
 //     import the supervisor;
-//   - the agent, the load simulator (src/load/) and tools/ never import src/actors or src/supervisor.
+//   - the agent, the load simulator (src/load/) and tools/ never import src/actors or src/supervisor;
+//   - no import cycle anywhere (lint/no-cycle.js).
 import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import noCycle from './lint/no-cycle.js';
 
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 
@@ -62,6 +64,12 @@ export default tseslint.config(
       'no-undef': 'off',
       'no-redeclare': 'off',
     },
+  },
+  {
+    // No import cycle anywhere (lint/no-cycle.js), type-only imports included.
+    files: ['**/*.ts'],
+    plugins: { local: { rules: { 'no-cycle': noCycle } } },
+    rules: { 'local/no-cycle': 'error' },
   },
   {
     // The native engine's loader is CommonJS (node-gyp's addon is loaded with require).

@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingMessage } from 'coap';
 import { authRequestFields, encodeAuthAnswer } from '../../../shared/wire/cbor.js';
 import type { DeviceGate } from '../../front-ends/device-gate.js';
 import { CONTENT_FORMAT_CBOR, send } from '../datagrams/respond.js';
-import type { Handler } from './routes.js';
+import type { Handler } from './handler.js';
 
 // Device identity over CoAP (devices.auth: on; docs/protocol.md "Device authentication"):
 // POST /auth with the CBOR request, answered 2.05 with `{1: token, 2: expires_in}` or

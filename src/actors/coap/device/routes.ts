@@ -21,6 +21,7 @@ import type { TransferReader } from './transfer.js';
 import type { DeviceGate } from '../../front-ends/device-gate.js';
 import { authRoute, queryToken } from './auth-route.js';
 import { keysRoute } from './keys-route.js';
+import type { Handler } from './handler.js';
 
 /** RFC 7252 §5.10.6: an ETag is at most 8 bytes; the transfer hash's first 8 stand for it. */
 const ETAG_BYTES = 8;
@@ -39,7 +40,6 @@ export interface RouteDeps {
   gate: DeviceGate;
 }
 
-export type Handler = (req: IncomingMessage, res: OutgoingMessage, path: readonly string[]) => Promise<string>;
 
 interface Route {
   readonly name: string;

@@ -2,7 +2,7 @@ import { MAX_DEVICE_BODY_BYTES } from '../../../shared/wire/validate.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { parseJson, readBody } from '../server/body.js';
 import { sendJson } from '../server/respond.js';
-import type { DeviceRoute, RouteDeps } from './routes.js';
+import type { DeviceRoute, RouteDeps } from './route-types.js';
 
 // POST /auth over HTTP (devices.auth: on; docs/protocol.md "Device authentication"): JSON in,
 // a token (200) or a pending answer (202) out; refusals are the registry's 401 / 403 / 429.

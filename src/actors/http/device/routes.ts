@@ -1,50 +1,22 @@
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { manifesterBatcher } from '../../front-ends/heartbeat-batcher.js';
 import { createReportLog } from '../../front-ends/report-log.js';
 import { ReportLimiter, reportLimitCounter } from '../../../shared/report-limit.js';
-import { reportRecord, type FleetFeed } from '../../front-ends/fleet-feed.js';
-import type { TransferLocator } from '../../front-ends/transfer-locator.js';
+import { reportRecord } from '../../front-ends/fleet-feed.js';
 import type { TransferKind } from '../../../messages/store.js';
 import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../../shared/wire/validate.js';
 import { UpdaterError, errorIsInternal } from '../../../shared/errors.js';
 import { patchFormatSegment, type DeltaFormat } from '../../../shared/delta-formats.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
-import type { ActorContext } from '../../runtime.js';
 import { parseJson, readBody } from '../server/body.js';
-import type { HttpMetrics } from '../server/metrics.js';
 import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from '../server/respond.js';
 import { streamTransfer } from './stream.js';
-import type { DeviceGate } from '../../front-ends/device-gate.js';
 import { registerDeviceAuthRoute } from './auth-route.js';
+import type { DeviceApp, DeviceRoute, RouteDeps } from './route-types.js';
 import { keysRoute } from './keys-route.js';
 import { sendMetrics } from '../server/metrics-route.js';
-
-
-/** `certifiedId`: the device of a verified client certificate (only on the certificate front's listener), else undefined. */
-type Handler = (ex: Exchange, req: HttpRequest, certifiedId: string | undefined) => Promise<void>;
-
-/** A device listener's app, and on the certificate front's loopback listener the reader of its certified device. */
-export interface DeviceApp {
-  readonly app: TemplatedApp;
-  readonly certifiedId?: ((req: HttpRequest) => string | undefined) | undefined;
-}
-
-export interface RouteDeps {
-  ctx: ActorContext;
-  metrics: HttpMetrics;
-  /** Open downloads, so a drain can wait for them. */
-  downloads: Set<Promise<void>>;
-  transfers: TransferLocator;
-  /** Where answered heartbeats and reports go for the inventory. */
-  fleet: FleetFeed;
-  /** Device tokens (devices.auth): checked on every device route when on. */
-  gate: DeviceGate;
-  isDraining(): boolean;
-}
-
-export type DeviceRoute = (method: 'get' | 'post', path: string, name: string, handler: Handler) => void;
 
 /** The device routes on every device listener (HTTP, HTTPS): one batcher and one set of counters for all. */
 export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: RouteDeps): void {
