@@ -1,6 +1,8 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { UpdaterError } from '../errors.js';
+import { bearerToken } from '../bearer.js';
 import { ROW_LIMIT, TOKEN_TAIL, VerifiedTokens } from './verified-tokens.js';
+
 
 // Device tokens (devices.auth: on). The fleet actor issues them; each front-end checks them on
 // every device request without asking anyone: a token carries what it is good for, under a MAC
@@ -225,27 +227,5 @@ export class TokenChecker {
   }
 }
 
-const BEARER = 'bearer';
 /** How devices write the scheme (RFC 6750), the form TokenChecker.verifyBearer reads in place. */
 const BEARER_SPACE = 'Bearer ';
-const SPACE = 0x20;
-const TAB = 0x09;
-
-/**
- * The token of an `Authorization: Bearer <token>` header (the scheme in any case, then spaces
- * or tabs); undefined when absent, another scheme, or more than one word. Scanned by hand: a
- * regex match allocates its result on every device request.
- */
-export function bearerToken(header: string): string | undefined {
-  for (let i = 0; i < BEARER.length; i++) {
-    // | 0x20 folds an ASCII capital to its small letter, and no other character onto one.
-    if ((header.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return undefined;
-  }
-  let start = BEARER.length;
-  while (header.charCodeAt(start) === SPACE || header.charCodeAt(start) === TAB) start++;
-  let end = header.length;
-  while (end > start && (header.charCodeAt(end - 1) === SPACE || header.charCodeAt(end - 1) === TAB)) end--;
-  if (start === BEARER.length || start === end) return undefined;
-  const token = header.slice(start, end);
-  return /\s/.test(token) ? undefined : token;
-}

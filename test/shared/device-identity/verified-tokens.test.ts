@@ -1,5 +1,6 @@
 import t from 'tap';
-import { TokenChecker, bearerToken, deviceIdHash, mintDeviceToken } from '../../../src/shared/device-identity/token.js';
+import { bearerToken } from '../../../src/shared/bearer.js';
+import { TokenChecker, deviceIdHash, mintDeviceToken } from '../../../src/shared/device-identity/token.js';
 import { ROW_LIMIT, VerifiedTokens } from '../../../src/shared/device-identity/verified-tokens.js';
 import { tokenRefusal } from '../../helpers/device-auth.js';
 

@@ -1,5 +1,4 @@
 import type { FleetApi } from '../../../messages/fleet.js';
-import { engineOf } from '../../../shared/database/connect.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import type { ActorContext } from '../../runtime.js';
 import type { FleetDatabase } from '../database.js';
@@ -21,7 +20,7 @@ export interface Operators {
 
 export async function startOperators(ctx: ActorContext, database: FleetDatabase, schedule: Schedule): Promise<Operators> {
   const db = () => database.db();
-  const tokens = new OperatorTokenTable(db, engineOf(ctx.config.database), ctx.log);
+  const tokens = new OperatorTokenTable(db, ctx.config.cluster, ctx.log);
   await tokens.start(ctx.config.database);
   const audit = new AuditLog(db, ctx.log);
   const { auditMaxAgeMs } = ctx.config.admin;

@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import { MAX_OPERATOR_TOKENS, type OperatorTokenEntry, type OperatorTokenSnapshot, type OperatorTokenView } from '../../../messages/operators.js';
 import { isRole } from '../../../shared/admin-roles.js';
 import { PgListener } from '../../../shared/database/listener.js';
-import type { Database, Engine } from '../../../shared/database/schema.js';
+import type { Database } from '../../../shared/database/schema.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
 
@@ -36,13 +36,14 @@ export class OperatorTokenTable {
 
   constructor(
     private readonly db: () => Kysely<Database>,
-    private readonly engine: Engine,
+    /** config.cluster: the table is PostgreSQL, shared by every replica, and changes are announced by NOTIFY. */
+    private readonly cluster: boolean,
     private readonly log: Logger,
   ) {}
 
   /** Reads the table and, on PostgreSQL, listens for changes made by any replica. */
   async start(location: string): Promise<void> {
-    if (this.engine === 'postgres') {
+    if (this.cluster) {
       this.listener = new PgListener(location, [TOKENS_CHANNEL], {
         notify: () => void this.reload().catch((err) => this.log.warn({ err }, 'operator tokens: reload failed')),
         up: () => void this.reload().catch((err) => this.log.warn({ err }, 'operator tokens: reload failed')),
@@ -59,7 +60,7 @@ export class OperatorTokenTable {
 
   /** The table for the front-end, or null when `known` is its version already. */
   async snapshot(known: string | null): Promise<OperatorTokenSnapshot | null> {
-    const vouched = this.engine === 'sqlite' || this.listener?.isUp === true;
+    const vouched = !this.cluster || this.listener?.isUp === true;
     if (!this.loaded || (!vouched && Date.now() - this.loadedAt > STALE_MS)) await this.reload();
     const version = `${this.epoch}:${this.generation}`;
     return known === version ? null : { version, tokens: [...this.tokens.values()] };
@@ -123,7 +124,7 @@ export class OperatorTokenTable {
 
   /** PostgreSQL delivers the notification at commit, to every replica listening (this one too). */
   private async notify(trx: Kysely<Database>, id: string): Promise<void> {
-    if (this.engine === 'postgres') await sql`select pg_notify(${TOKENS_CHANNEL}, ${id})`.execute(trx);
+    if (this.cluster) await sql`select pg_notify(${TOKENS_CHANNEL}, ${id})`.execute(trx);
   }
 }
 

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { bearerToken } from '../../../shared/bearer.js';
 
 // Admin authentication (spec part 5): a static Bearer token compared in constant time, and one
 // global token bucket that only failed attempts drain. A request with the valid token never
@@ -65,10 +66,10 @@ export class AdminAuth {
 
   /** Whether the header carries the configured token (constant time). */
   matches(authorization: string): boolean {
-    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
+    const token = bearerToken(authorization);
     // A malformed header is compared too, against an empty token, so it costs the same time.
-    const presented = digest(match ? match[1]! : '');
-    return timingSafeEqual(presented, this.expected) && match !== null;
+    const presented = digest(token ?? '');
+    return timingSafeEqual(presented, this.expected) && token !== undefined;
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { OperatorTokenEntry, OperatorTokenSnapshot } from '../../../messages/operators.js';
 import type { Role } from '../../../shared/admin-roles.js';
+import { bearerToken } from '../../../shared/bearer.js';
 import type { Logger } from '../../../shared/logger.js';
 import { digest, type AdminAuth, type AuthOutcome } from './config-token.js';
 
@@ -28,7 +29,6 @@ export type Identification =
 
 export const CONFIG_PRINCIPAL: Principal = { id: 'config', name: 'config', role: 'admin', expiresAt: null };
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 const OPERATOR_TOKEN = /^upd_([0-9a-f]{16})_[A-Za-z0-9_-]{43}$/;
 
 /** A new operator token and its id. */
@@ -58,7 +58,7 @@ export class OperatorAuth {
 
   identify(authorization: string): Identification {
     if (this.configured.matches(authorization)) return { principal: CONFIG_PRINCIPAL };
-    const presented = BEARER.exec(authorization)?.[1] ?? '';
+    const presented = bearerToken(authorization) ?? '';
     const id = OPERATOR_TOKEN.exec(presented)?.[1];
     // Whatever was presented is hashed and compared once, so a malformed token, an unknown id
     // and a wrong secret take the same steps.
