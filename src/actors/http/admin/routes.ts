@@ -1,6 +1,6 @@
 import { Counter } from 'prom-client';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { UpdaterError, errorIsInternal, errorStatus } from '../../../shared/errors.js';
+import { UpdaterError, errorStatus } from '../../../shared/errors.js';
 import type { ActorContext } from '../../runtime.js';
 import { artifactKey, MAX_ADMIN_BODY_BYTES, parseArtifactBody, parseLogLevelBody, parsePublishBody, parseRolloutBody } from './body.js';
 import { AdminAuth } from './config-token.js';
@@ -15,7 +15,8 @@ import { registerDeviceAdminRoutes } from './device-identity-routes.js';
 import { readBody } from '../server/body.js';
 import type { HttpMetrics } from '../server/metrics.js';
 import type { AdminQuery, AdminRoute } from './route-types.js';
-import { exchange, methodNotAllowed, sendError, sendJson } from '../server/respond.js';
+import { methodNotAllowed, sendError, sendJson } from '../server/respond.js';
+import { answerFailure, openRequest } from '../server/route.js';
 
 // The admin API (docs/operations.md, "The calls"), HTTP only. Every /admin/* path, known or
 // not, is authenticated first; the Authorization header is read here and never logged.
@@ -66,12 +67,11 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
     registers: [ctx.registry],
   });
 
+  const serving = { metrics, isDraining: () => deps.isDraining(), log: ctx.log };
   /** Authenticates, then reads the body (when the method has one) and runs the handler. */
   const route: AdminRoute = (method, path, name, handler, bodyLimit = MAX_ADMIN_BODY_BYTES) => {
     const needed = neededRole(method, path);
     for (const app of apps) app[method](path, (res: HttpResponse, req: HttpRequest) => {
-      const ex = exchange(res);
-      const stop = metrics.startRequest(name);
       // The request object is only valid until the first await: take what is needed now.
       // The raw query first: uWS decodes getQuery(key) in place, which garbles the raw query
       // read after it when a value is percent-encoded (artifact=app%2Flinux%2Farm64).
@@ -82,17 +82,14 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
       let detail = '';
       /** The audit row of a change, committed before the change (admin-audit.ts); undefined for reads and refusals. */
       let begun: Promise<number | undefined> | undefined;
-      const finish = () => {
-        stop(ex.status ?? 499);
-        const status = ex.status ?? 499;
+      const recordAudit = (status: number) => {
         if (!begun) return audit.record(who, verb, where, status, detail);
         begun.then((id) => (id === undefined ? audit.record(who, verb, where, status, detail) : audit.end(id, status, detail)),
           () => audit.record(who, verb, where, status, detail));
       };
-      if (deps.isDraining()) {
-        sendError(ex, new UpdaterError('SHUTTING_DOWN'), { Connection: 'close' });
-        return finish();
-      }
+      const request = openRequest(res, name, serving, false, recordAudit);
+      if (!request) return;
+      const { ex, done: finish } = request;
       const identified = auth.identify(req.getHeader('authorization'));
       if ('refused' in identified) {
         const outcome = identified.refused;
@@ -132,8 +129,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
         detail = query.audit.detail ?? '';
         finish();
       }, (err) => {
-        if (errorIsInternal(err)) ctx.log.error({ err, route: name }, 'admin request failed');
-        sendError(ex, err);
+        answerFailure(ex, err, name, ctx.log, 'admin request failed');
         const { code, message } = errorStatus(err);
         detail = `${code}: ${message}`;
         finish();

@@ -5,13 +5,14 @@ import { ReportLimiter, reportLimitCounter } from '../../../shared/report-limit.
 import { reportRecord } from '../../front-ends/fleet-feed.js';
 import type { TransferKind } from '../../../messages/store.js';
 import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../../shared/wire/validate.js';
-import { UpdaterError, errorIsInternal } from '../../../shared/errors.js';
+import { UpdaterError } from '../../../shared/errors.js';
 import { patchFormatSegment, type DeltaFormat } from '../../../shared/delta-formats.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
 import { parseJson, readBody } from '../server/body.js';
 import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from '../server/respond.js';
+import { answerFailure, openRequest } from '../server/route.js';
 import { streamTransfer } from './stream.js';
 import { registerDeviceAuthRoute } from './auth-route.js';
 import type { DeviceApp, DeviceRoute, RouteDeps } from './route-types.js';
@@ -22,28 +23,20 @@ import { sendMetrics } from '../server/metrics-route.js';
 export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: RouteDeps): void {
   const { ctx, metrics } = deps;
   const apps = deviceApps.map((d) => d.app);
+  const serving = { metrics, isDraining: () => deps.isDraining(), log: ctx.log };
   /** GET routes answer HEAD too (RFC 9110 §9.3.2): the same headers, no body. */
   const route: DeviceRoute = (method, path, name, handler) => {
     const serve = (head: boolean, certifiedIdOf: DeviceApp['certifiedId']) => (res: HttpResponse, req: HttpRequest) => {
-      const ex = exchange(res);
       // Read before the first await (uWS reuses the request object); listeners without a
       // certificate front never look at the header.
       const certifiedId = certifiedIdOf?.(req);
-      ex.head = head;
-      const stop = metrics.startRequest(name);
-      if (deps.isDraining()) {
-        sendError(ex, new UpdaterError('SHUTTING_DOWN'), { Connection: 'close' });
-        stop(503);
-        return;
-      }
-      handler(ex, req, certifiedId).then(
-        () => stop(ex.status ?? 499),
-        (err) => {
-          if (errorIsInternal(err)) ctx.log.error({ err, route: name }, 'request failed');
-          sendError(ex, err);
-          stop(ex.status ?? 499);
-        },
-      );
+      const request = openRequest(res, name, serving, head);
+      if (!request) return;
+      const { ex, done } = request;
+      handler(ex, req, certifiedId).then(done, (err) => {
+        answerFailure(ex, err, name, ctx.log, 'request failed');
+        done();
+      });
     };
     for (const { app, certifiedId } of deviceApps) {
       app[method](path, serve(false, certifiedId));
