@@ -1,6 +1,6 @@
 import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 
-// What both engines' flushes (fleet-store.ts) compute the same way in JavaScript.
+// What both engines' flushes (store.ts) compute the same way in JavaScript.
 
 export const seconds = (ms: number) => Math.floor(ms / 1000);
 

@@ -5,7 +5,7 @@ import { recountVersions } from '../../../shared/database/connect.js';
 import type { Database, DevicesTable, ReportsTable } from '../../../shared/database/schema.js';
 
 // Every query of the inventory, written once for both engines: only portable SQL (no engine
-// functions). The one exception is the flush, the hot write, in fleet-store.ts.
+// functions). The one exception is the flush, the hot write, in store.ts.
 
 export { writeBatch } from './store-of.js';
 
@@ -21,7 +21,7 @@ export function deviceView(row: Selectable<DevicesTable>): DeviceView {
     version_hash: row.version_hash,
     version: row.version,
     hw_info: { arch: row.hw_arch, os: row.hw_os, free_ram: row.hw_free_ram, free_disk: row.hw_free_disk },
-    // The column is text, written only from a heartbeat's transport (fleet-store-*.ts).
+    // The column is text, written only from a heartbeat's transport (store-*.ts).
     transport: row.transport as Transport,
     first_seen: row.first_seen,
     last_seen: row.last_seen,

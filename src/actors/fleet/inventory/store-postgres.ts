@@ -3,7 +3,7 @@ import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 import { latestReports, seconds, VersionMoves } from './moves.js';
 import type { FleetStore } from './store.js';
 
-// The flush on PostgreSQL (plan in fleet-store.ts): each step is one statement over a whole
+// The flush on PostgreSQL (plan in store.ts): each step is one statement over a whole
 // chunk, its rows passed as one array parameter per column and unnested on the server, so a
 // flush costs a handful of round trips whatever its size. The statements are named, hence
 // parsed and planned once per connection.

@@ -3,7 +3,7 @@ import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 import { latestReports, seconds, VersionMoves } from './moves.js';
 import type { FleetStore } from './store.js';
 
-// The flush on SQLite (plan in fleet-store.ts): better-sqlite3 is synchronous, so one
+// The flush on SQLite (plan in store.ts): better-sqlite3 is synchronous, so one
 // transaction of statements prepared once per connection is the whole write, with no
 // round trip and no query text built per flush.
 

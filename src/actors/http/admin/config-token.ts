@@ -59,7 +59,7 @@ export class AdminAuth {
     return this.refuse();
   }
 
-  /** A failed authentication (any token, admin-auth.ts): takes one from the bucket, or finds it empty. */
+  /** A failed authentication (any token, principal.ts): takes one from the bucket, or finds it empty. */
   refuse(): Exclude<AuthOutcome, 'ok'> {
     return this.bucket.take(this.clock()) ? 'unauthorized' : 'throttled';
   }

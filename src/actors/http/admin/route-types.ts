@@ -1,7 +1,7 @@
 import type { Principal } from './principal.js';
 import type { Exchange } from '../server/respond.js';
 
-// The shape of an admin route, apart from the routes themselves (admin-routes.ts registers
+// The shape of an admin route, apart from the routes themselves (routes.ts registers
 // them with authentication; fleet-routes.ts and others add theirs through an AdminRoute), so a
 // file of routes and the file that registers it do not import each other.
 

@@ -80,7 +80,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
       const where = raw === '' ? req.getUrl() : `${req.getUrl()}?${raw}`;
       let who: Principal | null = null;
       let detail = '';
-      /** The audit row of a change, committed before the change (admin-audit.ts); undefined for reads and refusals. */
+      /** The audit row of a change, committed before the change (audit.ts); undefined for reads and refusals. */
       let begun: Promise<number | undefined> | undefined;
       const recordAudit = (status: number) => {
         if (!begun) return audit.record(who, verb, where, status, detail);

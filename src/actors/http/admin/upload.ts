@@ -9,7 +9,7 @@ import { sendError, sendJson, type Exchange } from '../server/respond.js';
 import { UploadSink } from './upload-sink.js';
 
 // PUT /admin/binaries (docs/operations.md, "Uploads"): the raw body streams into the store.
-// The store-keeper hands out the temporary and names it once it is complete (its adopt.ts);
+// The store-keeper hands out the temporary and names it once it is complete (its uploads.ts);
 // this side reads the socket, hashes, writes with backpressure (upload-sink.ts) and answers.
 //
 //   client ─body─▶ onData ─▶ UploadSink ─▶ .tmp-… in store/binaries ─▶ adoptUpload ─▶ {hash}.bin
@@ -77,7 +77,7 @@ async function receiveUpload(ex: Exchange, headers: UploadHeaders, max: number,
 
   let slot: UploadSlot;
   try {
-    // The change is in the audit log before a byte of it is stored (admin-audit.ts).
+    // The change is in the audit log before a byte of it is stored (audit.ts).
     await audited;
     slot = await store((s) => s.beginUpload());
   } catch (err) {

@@ -6,7 +6,7 @@ import type { Engine } from '../schema.js';
  * received from its start (or resume) on, and with whole seconds it had to round that moment
  * up: every report of the first second was lost (20 failure reports sent right after a publish
  * counted as none). Nullable, so adding it rewrites no row on either engine; rows from before
- * keep their whole seconds (fleet-queries.ts reads them as before).
+ * keep their whole seconds (inventory/queries.ts reads them as before).
  */
 export function reports0009(engine: Engine): Migration {
   const big = engine === 'postgres' ? 'bigint' : 'integer';

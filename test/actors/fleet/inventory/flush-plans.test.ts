@@ -50,7 +50,7 @@ t.test('postgres: the generic plan of each flush statement on devices probes by 
   t.equal(stats.rows[0]?.analyzed, 0, 'devices has never been analyzed');
   await db.connection().execute(async (c) => {
     await sql`set plan_cache_mode = force_generic_plan`.execute(c);
-    // As the flush runs them (fleet-store-postgres.ts).
+    // As the flush runs them (store-postgres.ts).
     await sql`set enable_seqscan = off`.execute(c);
     await sql`set enable_hashjoin = off`.execute(c);
     await sql`set enable_mergejoin = off`.execute(c);
