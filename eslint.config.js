@@ -1,22 +1,31 @@
 // Lint: typescript-eslint's recommended rules and the import rule of docs/architecture.md
 // ("Import rule"):
 //   - an actor (src/actors/<name>/) imports only src/messages/, src/shared/, its own folder and
-//     the actor runtime beside it (src/actors/*.ts), never another actor's folder; the one
+//     the actor runtime beside it (src/actors/runtime.ts), never another actor's folder; the one
 //     exception is the diff pool, the store-keeper's own worker pool, whose pool.ts the
 //     store-keeper imports to start it;
+//   - the front-ends' shared helpers (src/actors/front-ends/) are imported by the two
+//     front-ends (http, coap) only, and import no actor's folder themselves;
 //   - messages and shared code import no actor and no supervisor, and shared code no message
 //     module (src/messages builds on src/shared, never the other way, so they form no cycle);
 //   - bench/ and test/ may import any module of src/actors/<actor>/; the benchmarks never
 //     import the supervisor;
-//   - the agent (and its load harness) and tools/ never import src/actors or src/supervisor.
+//   - the agent, the load simulator (src/load/) and tools/ never import src/actors or src/supervisor;
+//   - no import cycle anywhere (lint/no-cycle.js).
 import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import noCycle from './lint/no-cycle.js';
 
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 
+/** The folder of code the two front-ends share: a library under src/actors/, not an actor. */
+const FRONT_END_HELPERS = 'front-ends';
+/** The actors that may import it. */
+const FRONT_ENDS = ['http', 'coap'];
 /** Every actor folder, read from the tree, so a new actor is covered without an edit here. */
-const ACTORS = readdirSync(new URL('./src/actors/', import.meta.url), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+const ACTORS = readdirSync(new URL('./src/actors/', import.meta.url), { withFileTypes: true })
+  .filter((d) => d.isDirectory() && d.name !== FRONT_END_HELPERS).map((d) => d.name);
 /** What an actor may import from another actor's folder: nothing, but the diff pool's start. */
 const ALLOWED_ACROSS = { 'store-keeper': { 'diff-pool': 'pool\\.js$' } };
 
@@ -31,7 +40,11 @@ const actorRule = (actor) => ({
         message: `An actor imports only src/messages, src/shared, its own folder and the actor runtime: ${actor} may not import ${other}'s folder.`,
       };
     }),
-    { regex: '^(\\.\\./)+(supervisor|cli)(/|\\.js$)', message: 'An actor never imports the supervisor or the CLI.' },
+    { regex: '^(\\.\\./)+(supervisor|cli|load)(/|\\.js$)', message: 'An actor never imports the supervisor, the CLI or the load simulator.' },
+    ...(FRONT_ENDS.includes(actor) ? [] : [{
+      regex: `^(\\.\\./)+${FRONT_END_HELPERS}/`,
+      message: `src/actors/${FRONT_END_HELPERS}/ is the front-ends' (${FRONT_ENDS.join(', ')}): ${actor} may not import it.`,
+    }]),
   ]),
 });
 
@@ -53,12 +66,25 @@ export default tseslint.config(
     },
   },
   {
+    // No import cycle anywhere (lint/no-cycle.js), type-only imports included.
+    files: ['**/*.ts'],
+    plugins: { local: { rules: { 'no-cycle': noCycle } } },
+    rules: { 'local/no-cycle': 'error' },
+  },
+  {
     // The native engine's loader is CommonJS (node-gyp's addon is loaded with require).
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   ...ACTORS.map(actorRule),
+  {
+    files: [`src/actors/${FRONT_END_HELPERS}/**/*.ts`],
+    rules: restrict([
+      { regex: '^\\.\\./(?!\\.\\.)[^/]+/', message: 'The front-ends\' helpers import no actor\'s folder (only the runtime, src/messages and src/shared).' },
+      { regex: '^(\\.\\./)+(supervisor|cli)(/|\\.js$)', message: 'The front-ends\' helpers never import the supervisor or the CLI.' },
+    ]),
+  },
   {
     files: ['src/actors/*.ts'],
     rules: restrict([
@@ -86,9 +112,9 @@ export default tseslint.config(
     ]),
   },
   {
-    files: ['agent/**/*.ts', 'tools/**/*.ts'],
+    files: ['agent/**/*.ts', 'src/load/**/*.ts', 'tools/**/*.ts'],
     rules: restrict([
-      { regex: '/src/(actors|supervisor)/', message: 'The agent, the load harness and tools use src/shared (the wire module) and src/messages, never an actor or the supervisor.' },
+      { regex: '(^|/)(src/)?(actors|supervisor)/', message: 'The agent, the load simulator and tools use src/shared (the wire module) and src/messages, never an actor or the supervisor.' },
     ]),
   },
 );

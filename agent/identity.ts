@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { signAuthRequest, type AuthRequest } from '../src/shared/device-auth.js';
+import { signAuthRequest, type AuthRequest } from '../src/shared/device-identity/auth-request.js';
 import { replaceFileDurably } from '../src/shared/durable-file.js';
 import { UpdaterError, isUpdaterError } from '../src/shared/errors.js';
 import type { Logger } from '../src/shared/logger.js';

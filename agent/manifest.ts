@@ -1,6 +1,7 @@
 import { DEFAULT_DELTA_FORMAT, type DeltaFormat } from '../src/shared/delta-formats.js';
 import { UpdaterError } from '../src/shared/errors.js';
 import { isSha256Hex } from '../src/shared/hash.js';
+import { MAX_VERSION_LABEL_LENGTH } from '../src/shared/version-label.js';
 
 // The server's answer to a heartbeat, validated before the agent acts on any field of it.
 // Only the shape is checked here; the signature is checked by the cycle, as step 3.
@@ -47,7 +48,10 @@ export function readManifest(body: unknown, runningHash: string, asked: readonly
   if (!isSha256Hex(body.delta_hash)) invalid('has a bad delta_hash');
   if (!positiveInt(body.target_size)) invalid('has a bad target_size');
   if (!positiveInt(body.delta_size)) invalid('has a bad delta_size');
-  const targetVersion = typeof body.target_version === 'string' ? body.target_version.slice(0, 64) : '';
+  const targetVersion = typeof body.target_version === 'string' ? body.target_version : '';
+  // The label comes back in every heartbeat, which the server refuses past this length: a
+  // longer one is refused here, whole, rather than cut into a label the server never sent.
+  if (targetVersion.length > MAX_VERSION_LABEL_LENGTH) invalid(`has a target_version longer than ${MAX_VERSION_LABEL_LENGTH} characters`);
   const delta = body.delta_endpoint;
   const binary = body.binary_endpoint;
   if ((delta === undefined) === (binary === undefined)) invalid('must set exactly one of delta_endpoint and binary_endpoint');

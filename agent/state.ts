@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fsyncDir, replaceFileDurably } from '../src/shared/durable-file.js';
 import { isSha256Hex } from '../src/shared/hash.js';
 import type { Logger } from '../src/shared/logger.js';
+import { MAX_VERSION_LABEL_LENGTH } from '../src/shared/version-label.js';
 import type { ReportWire } from '../src/shared/wire/keys.js';
 import { readCertificate, type KeyCertificate } from '../src/shared/release/certificate.js';
 import { isSlotName, type SlotName } from './slots.js';
@@ -86,7 +87,8 @@ export class StateStore {
     if (nonNegative(doc.cooldownUntil)) state.cooldownUntil = doc.cooldownUntil;
     if (nonNegative(doc.backoffUntil)) state.backoffUntil = doc.backoffUntil;
     if (nonNegative(doc.consecutiveFailures)) state.consecutiveFailures = doc.consecutiveFailures;
-    if (typeof doc.runningVersion === 'string') state.runningVersion = doc.runningVersion.slice(0, 64);
+    if (typeof doc.runningVersion === 'string' && doc.runningVersion.length <= MAX_VERSION_LABEL_LENGTH) state.runningVersion = doc.runningVersion;
+    else if (typeof doc.runningVersion === 'string') this.log.warn({ length: doc.runningVersion.length }, `state: runningVersion is longer than ${MAX_VERSION_LABEL_LENGTH} characters; reporting the version as unknown`);
     if (Array.isArray(doc.rolledBackTargets)) state.rolledBackTargets = doc.rolledBackTargets.filter(isSha256Hex);
     if (Array.isArray(doc.unsentReports)) state.unsentReports = doc.unsentReports.filter(isReport);
     if (nonNegative(doc.releaseSequence)) state.releaseSequence = doc.releaseSequence;

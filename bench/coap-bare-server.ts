@@ -1,5 +1,5 @@
 import coap, { type IncomingMessage, type OutgoingMessage } from 'coap';
-import { boundDedupCache } from '../src/actors/coap/dedup-cache.js';
+import { boundDedupCache } from '../src/actors/coap/datagrams/dedup-cache.js';
 import { heartbeatFields } from '../src/shared/wire/cbor.js';
 import { validateHeartbeat } from '../src/shared/wire/validate.js';
 

@@ -1,12 +1,12 @@
 import { writeFile } from 'node:fs/promises';
-import { newIdentity, preauthorize, signedAuthFields } from '../agent/load/device-identity.js';
+import { newIdentity, preauthorize, signedAuthFields } from '../src/load/simulated-identity.js';
 import { ADMIN_TOKEN } from '../test/helpers/fixture.js';
 import { deviceId } from './fleet-load.js';
 
 // The heartbeat suite with `devices.auth: on` (BENCH_HEARTBEAT_AUTH=on): every device of the
 // load gets a token first, as a fleet does, and every heartbeat carries its device's token.
 // Enrollment follows the device-identity protocol with the load harness's identities
-// (agent/load/device-identity.ts): each device owns an Ed25519 key, the operator preauthorizes
+// (src/load/simulated-identity.ts): each device owns an Ed25519 key, the operator preauthorizes
 // the keys in bulk, then each device signs its auth request and `POST /auth` answers its token.
 // The tokens go to a file, one a line, device 0 first, which the wrk script reads
 // (fleet-load.ts writeCyclingScript).

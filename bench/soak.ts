@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoadReport } from '../agent/load/run.js';
+import type { LoadReport } from '../src/load/run.js';
 import { cpuPlan, onCores } from './pinning.js';
 import { contentionReasons, coreUse, cpuSnapshot, type CoreUse } from './soak/cpu.js';
 import type { LoadProcessMessage, LoadProcessOptions } from './soak/load-process.js';

@@ -7,7 +7,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 // Compiled by the tsc step of `npm run build`, which runs before this script.
-import { compressConsoleFile } from '../dist/src/actors/http/console-encodings.js';
+import { compressConsoleFile } from '../dist/src/actors/http/admin/console-encodings.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, '..', 'dist', 'console');

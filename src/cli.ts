@@ -21,7 +21,7 @@ Run "updater <command> --help" for the options of a command.
 `;
 
 const HELP: Record<string, string | (() => Promise<string>)> = {
-  load: async () => (await import('../agent/load/cli.js')).LOAD_HELP,
+  load: async () => (await import('./load/cli.js')).LOAD_HELP,
   serve: `usage: updater serve --config FILE [--pretty]
 
 Runs the server. The configuration is validated before anything listens; an error names the
@@ -45,7 +45,7 @@ stdout: what the device agents need as public_key. FILE is PKCS#8 PEM (as keygen
 an Ed25519 key from "openssl genpkey -algorithm ed25519") or a key in the earlier format.
 `,
   agent: async () => (await import('../agent/index.js')).AGENT_HELP,
-  certify: async () => (await import('./certify.js')).CERTIFY_HELP,
+  certify: async () => (await import('./cli/certify.js')).CERTIFY_HELP,
   push: async () => (await import('./cli/push.js')).PUSH_HELP,
 };
 
@@ -77,11 +77,11 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   keygen: oneFileCommand('keygen', 'out', writePrivateKeyFile),
   pubkey: oneFileCommand('pubkey', 'key', async (file) => publicKeyHex(await readPrivateKeyFile(file))),
   agent: async (args) => (await import('../agent/index.js')).agentCommand(args),
-  certify: async (args) => (await import('./certify.js')).certifyCommand(args),
+  certify: async (args) => (await import('./cli/certify.js')).certifyCommand(args),
   push: async (args) => (await import('./cli/push.js')).pushCommand(args),
   load: async (args) => {
     try {
-      return await (await import('../agent/load/cli.js')).loadCommand(args);
+      return await (await import('./load/cli.js')).loadCommand(args);
     } catch (err) {
       process.stderr.write(`updater load: ${(err as Error).message}\n`);
       return 2;

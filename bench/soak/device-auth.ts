@@ -1,5 +1,5 @@
-import { UNAUTHENTICATED_DEVICES } from '../../agent/load/hostile-traffic.js';
-import type { LoadReport } from '../../agent/load/run.js';
+import { UNAUTHENTICATED_DEVICES } from '../../src/load/hostile-traffic.js';
+import type { LoadReport } from '../../src/load/run.js';
 import { parseMetrics } from './scrape.js';
 
 // The soak with devices.auth on (SOAK_DEVICE_AUTH=on): what it records of device identity, and

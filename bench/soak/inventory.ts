@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { HeartbeatRecord } from '../../src/messages/fleet.js';
 import { openDatabase } from '../../src/shared/database/connect.js';
-import * as q from '../../src/actors/fleet/fleet-queries.js';
+import * as q from '../../src/actors/fleet/inventory/queries.js';
 
 // The fleet database's page cache is a budget like the others (SQLITE_PAGE_CACHE_KIB, counted
 // in the memory bound), and it fills only with the pages that are read or written. The soak's

@@ -1,6 +1,6 @@
-import { startHostileTraffic } from '../../agent/load/hostile-traffic.js';
-import { buildFleet, discoverTracks } from '../../agent/load/fleet.js';
-import { runLoad, type LoadOptions, type LoadReport } from '../../agent/load/run.js';
+import { startHostileTraffic } from '../../src/load/hostile-traffic.js';
+import { buildFleet, discoverTracks } from '../../src/load/fleet.js';
+import { runLoad, type LoadOptions, type LoadReport } from '../../src/load/run.js';
 
 // One load process of the soak (forked by soak.ts, pinned to the load cores): its share of the
 // fleet, first until the parent says every budget is filled, then for the plateau window.

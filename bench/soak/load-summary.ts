@@ -1,6 +1,6 @@
-import { LatencyHistogram, type LatencySummary } from '../../agent/load/latency.js';
-import type { LoadReport } from '../../agent/load/run.js';
-import { saturationReasons, type HarnessLoad } from '../../agent/load/saturation.js';
+import { LatencyHistogram, type LatencySummary } from '../../src/load/latency.js';
+import type { LoadReport } from '../../src/load/run.js';
+import { saturationReasons, type HarnessLoad } from '../../src/load/saturation.js';
 
 // The plateau reports of every load process merged into one: latency by kind from the merged
 // histograms, counts added up, and each process's own saturation kept apart.

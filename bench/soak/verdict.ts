@@ -1,4 +1,4 @@
-import { rssFloorGrowthPerMinute, type RssSample } from '../../agent/load/rss.js';
+import { rssFloorGrowthPerMinute, type RssSample } from '../../src/load/rss.js';
 import type { HeapFigures, LiveReading, Scrape } from './scrape.js';
 
 // The soak's judgements, pure: did every budget fill, and is the plateau flat? A plateau is

@@ -1,7 +1,7 @@
 import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceView, type FleetReportView, type FleetSummary, type ReportView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
-import type { AuthOutcome, AuthRequest } from '../shared/device-auth.js';
-import type { DeviceTrust } from '../shared/device-token.js';
+import type { AuthOutcome, AuthRequest } from '../shared/device-identity/auth-request.js';
+import type { DeviceTrust } from '../shared/device-identity/token.js';
 import { OPERATORS_DEADLINES_MS, type OperatorsApi } from './operators.js';
 import type { WebhookEvent } from '../shared/webhooks/events.js';
 import type { WebhookState } from './webhooks.js';
@@ -132,7 +132,7 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   recordOffers(offers: readonly OfferRecord[]): void;
   /** Writes what is buffered now (tests, drain). */
   flush(): Promise<void>;
-  /** Puts events into the webhooks' outbox; durable when it resolves (src/actors/webhook-events.ts sends them). */
+  /** Puts events into the webhooks' outbox; durable when it resolves (src/actors/manifester/webhook-events.ts sends them). */
   recordEvents(events: readonly WebhookEvent[]): Promise<void>;
   webhookState(): Promise<WebhookState>;
   /**

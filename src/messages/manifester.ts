@@ -12,7 +12,7 @@ export type { HeartbeatRequest };
 /**
  * Heartbeats as they cross to the manifester: one array per field, heartbeat i at index i of
  * each. Structured cloning writes every property name of every object again; three arrays of
- * strings cost each thread a third of the objects' serialization (src/actors/heartbeat-batcher.ts).
+ * strings cost each thread a third of the objects' serialization (src/actors/front-ends/heartbeat-batcher.ts).
  */
 export interface HeartbeatBatch {
   readonly deviceIds: readonly string[];

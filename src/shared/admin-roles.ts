@@ -1,5 +1,5 @@
 // Operator roles and the one table saying which role each admin route needs. The admin routes
-// check it (src/actors/http/admin-routes.ts refuses to register a route without a row, so the
+// check it (src/actors/http/admin/routes.ts refuses to register a route without a row, so the
 // server does not start with one missing), `npm run docs:roles` writes it into
 // docs/operations.md, the console reads it (through GET /admin/whoami) to hide what a token may
 // not do, and the role-matrix test walks it. It lives in src/shared because all four use it.

@@ -5,6 +5,11 @@
 // admin API, the configuration file, `updater push`, the state file — refuses it with the same
 // rule (docs/configuration.md, "Version labels").
 
+/**
+ * The one limit of a version label, end to end: what a track may carry, what a heartbeat may
+ * report (src/shared/wire/validate.ts) and what the agent accepts in a manifest and keeps
+ * (agent/manifest.ts, agent/state.ts), so a label the server hands out always comes back whole.
+ */
 export const MAX_VERSION_LABEL_LENGTH = 128;
 
 /** Unicode control characters (C0, DEL, C1) and the line and paragraph separators. */

@@ -53,3 +53,9 @@ t.test('delta_format: taken only when the agent asked for it, and only with the 
     t.throws(() => readManifest(body, running, asked), { code: 'AGENT_MANIFEST_INVALID' }, what);
   }
 });
+
+t.test('target_version: the track limit of 128 characters is taken whole, a longer one refused rather than cut', async (t) => {
+  const label = 'v'.repeat(128);
+  t.match(readManifest({ ...signed, target_version: label }, running), { kind: 'update', update: { targetVersion: label } }, '128 characters, whole');
+  t.throws(() => readManifest({ ...signed, target_version: `${label}x` }, running), { code: 'AGENT_MANIFEST_INVALID', message: /target_version longer than 128 characters/ });
+});

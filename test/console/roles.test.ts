@@ -8,7 +8,7 @@ import { ADMIN_TOKEN, firmware, makeFixture, nextVersion } from '../helpers/fixt
 import { startTestServer } from '../helpers/server.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { WEBHOOK_EVENT_TYPES } from '../../src/shared/webhooks/events.js';
-import { redactWebhookUrl } from '../../src/actors/http/webhook-routes.js';
+import { redactWebhookUrl } from '../../src/actors/http/admin/webhook-routes.js';
 
 // The console signed in with tokens of different roles, in Debian's Chromium against a real
 // server: a read token sees the fleet but no control the server would refuse it (no rollout

@@ -13,6 +13,11 @@ const ACTORS = join(REPO_ROOT, 'src', 'actors');
 const fileOf = (p: string) => resolve(p.startsWith('shared/') ? join(REPO_ROOT, 'src') : ACTORS, p);
 const SECTION = '## From an actor\'s entry to each behaviour';
 const ENTRIES = /^(?:[a-z-]+\/index\.ts|diff-pool\/task\.ts)$/;
+/**
+ * Actors whose concerns each have a folder (device-facing apart from operator-facing, issue 37):
+ * a behaviour of theirs ends in one of those folders, or in code shared beyond the actor.
+ */
+const FOLDERED = ['http', 'coap', 'fleet'];
 
 /** The files a source file imports by a relative path (type imports and re-exports included). */
 function importsOf(file: string): Set<string> {
@@ -46,6 +51,11 @@ t.test('every documented path is real imports, at most two from the actor\'s ent
   for (const { behaviour, path } of rows) {
     t.match(path[0], ENTRIES, `${behaviour}: starts at an actor's entry`);
     t.ok(path.length >= 2 && path.length <= 3, `${behaviour}: ${path.length - 1} hop(s), at most two`);
+    const actor = path[0]!.split('/')[0]!;
+    const last = path[path.length - 1]!;
+    if (FOLDERED.includes(actor) && last.startsWith(`${actor}/`)) {
+      t.ok(last.split('/').length >= 3, `${behaviour}: ${last} is in a folder named for its concern`);
+    }
     const files = path.map(fileOf);
     for (const [i, file] of files.entries()) {
       t.ok(existsSync(file), `${behaviour}: ${path[i]} exists`);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { signAuthRequest, type AuthRequest } from '../../src/shared/device-auth.js';
-import { TokenRefused } from '../../src/shared/device-token.js';
+import { signAuthRequest, type AuthRequest } from '../../src/shared/device-identity/auth-request.js';
+import { TokenRefused } from '../../src/shared/device-identity/token.js';
 import { decodeAuthAnswer, encodeAuthRequest, encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 import type { CoapClient, CoapResponse } from './coap.js';
 import { postJson } from './http.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { AMPLIFICATION_FACTOR, ECHO_OPTION } from '../../src/actors/coap/amplification.js';
+import { AMPLIFICATION_FACTOR, ECHO_OPTION } from '../../src/actors/coap/datagrams/amplification.js';
 import { encodeHeartbeat } from '../../src/shared/wire/cbor.js';
 import { blockOption, CoapClient, parseBlock2, requestDatagram, startCoapTestServer, type CoapRequest, type CoapResponse } from '../helpers/coap.js';
 import { firmware, makeFixture, randomHash } from '../helpers/fixture.js';

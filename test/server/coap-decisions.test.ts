@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
-import { coapChunkSize } from '../../src/actors/coap/block2.js';
+import { coapChunkSize } from '../../src/actors/coap/device/block2.js';
 import { verifyManifest } from '../../src/shared/signing.js';
 import { manifestOf, startCoapTestServer, type CoapClient } from '../helpers/coap.js';
 import { firmware, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';

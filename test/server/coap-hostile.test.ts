@@ -1,5 +1,5 @@
 import t from 'tap';
-import { OBSERVE_POST, coapPing, garbageDatagram, hostileCborBodies } from '../../agent/load/hostile.js';
+import { OBSERVE_POST, coapPing, garbageDatagram, hostileCborBodies } from '../../src/load/hostile.js';
 import { encodeHeartbeat } from '../../src/shared/wire/cbor.js';
 import { MAX_DEVICE_BODY_BYTES } from '../../src/shared/wire/validate.js';
 import { blockOption, CoapClient, heartbeatCbor, requestDatagram, startCoapTestServer } from '../helpers/coap.js';

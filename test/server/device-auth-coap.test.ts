@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
-import { mintDeviceToken } from '../../src/shared/device-token.js';
+import { mintDeviceToken } from '../../src/shared/device-identity/token.js';
 import { adminCall, eventually } from '../helpers/admin.js';
 import { manifestOf } from '../helpers/coap.js';
 import { startCoapTestServer } from '../helpers/coap.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
-import { mintDeviceToken } from '../../src/shared/device-token.js';
+import { mintDeviceToken } from '../../src/shared/device-identity/token.js';
 import { adminCall, eventually } from '../helpers/admin.js';
 import { authHttp, authJson, getHttp, heartbeatHttp, now, reportHttp, TestDevice, tokenHttp } from '../helpers/device-auth.js';
 import { ADMIN_TOKEN, firmware, makeFixture, randomHash } from '../helpers/fixture.js';

@@ -5,17 +5,17 @@ import { generate } from 'coap-packet';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { runActor, type OwnApi } from '../runtime.js';
-import { TransferLocator } from '../transfer-locator.js';
-import { AddressProof } from './amplification.js';
-import { boundDedupCache } from './dedup-cache.js';
-import { InFlight } from './in-flight.js';
-import { inspectDatagram } from './guard.js';
-import { createCoapMetrics } from './metrics.js';
-import { requestBytes, sendError } from './respond.js';
-import { deviceRoutes } from './routes.js';
-import { fleetFeedFor } from '../fleet-feed.js';
-import { deviceGateFor } from '../device-gate.js';
-import { TransferReader } from './transfer.js';
+import { TransferLocator } from '../front-ends/transfer-locator.js';
+import { AddressProof } from './datagrams/amplification.js';
+import { boundDedupCache } from './datagrams/dedup-cache.js';
+import { InFlight } from './datagrams/in-flight.js';
+import { inspectDatagram } from './datagrams/guard.js';
+import { createCoapMetrics } from './datagrams/metrics.js';
+import { requestBytes, sendError } from './datagrams/respond.js';
+import { deviceRoutes } from './device/routes.js';
+import { fleetFeedFor } from '../front-ends/fleet-feed.js';
+import { deviceGateFor } from '../front-ends/device-gate.js';
+import { TransferReader } from './device/transfer.js';
 
 //   UDP datagram ─▶ guard (parse once; drop garbage; mark oversized bodies)
 //                 ─▶ node-coap (duplicate detection from its response cache, piggybacked ACK)

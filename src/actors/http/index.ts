@@ -1,18 +1,18 @@
 import uWS from 'uWebSockets.js';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
-import { fleetFeedFor } from '../fleet-feed.js';
-import { deviceGateFor } from '../device-gate.js';
+import { fleetFeedFor } from '../front-ends/fleet-feed.js';
+import { deviceGateFor } from '../front-ends/device-gate.js';
 import { runActor, type OwnApi } from '../runtime.js';
-import { registerAdminRoutes } from './admin-routes.js';
-import { listenExclusive, planListeners } from './listeners.js';
-import { CertifiedForwarding, startCertificateFront, type CertificateFront } from './client-certificates.js';
-import { loadConsoleAssets, registerConsoleRoutes } from './console.js';
-import { createHttpMetrics } from './metrics.js';
-import { registerAdminMetrics } from './metrics-route.js';
-import { exchange, sendError } from './respond.js';
-import { registerDeviceRoutes } from './routes.js';
-import { TransferLocator } from '../transfer-locator.js';
+import { registerAdminRoutes } from './admin/routes.js';
+import { listenExclusive, planListeners } from './server/listeners.js';
+import { CertifiedForwarding, startCertificateFront, type CertificateFront } from './device/client-certificates.js';
+import { loadConsoleAssets, registerConsoleRoutes } from './admin/console.js';
+import { createHttpMetrics } from './server/metrics.js';
+import { registerAdminMetrics } from './server/metrics-route.js';
+import { exchange, sendError } from './server/respond.js';
+import { registerDeviceRoutes } from './device/routes.js';
+import { TransferLocator } from '../front-ends/transfer-locator.js';
 
 /** How long a drain lets open downloads finish before the listener goes away regardless. */
 const DRAIN_DOWNLOADS_MS = 10_000;

@@ -37,7 +37,7 @@ export class GenerationRequests implements StoreRequests {
   }
 
   /** Cluster mode: the store indexes a binary another replica stored in the shared directory. */
-  adoptBinary(hash: string): void {
+  adoptInBackground(hash: string): void {
     this.ask(`${hash}.bin`, (s) => s.adoptBinary(hash));
   }
 

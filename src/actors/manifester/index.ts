@@ -13,7 +13,7 @@ import { RolloutControl } from './rollout/rollout-control.js';
 import { loadSigningKey } from './signing-key.js';
 import { SignedManifests, signedFrom } from './signer.js';
 import { StoreView } from './store-view.js';
-import { webhookEmitter } from '../webhook-events.js';
+import { webhookEmitter } from './webhook-events.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 import type { ClusterSync } from './cluster/cluster-sync.js';
@@ -70,7 +70,7 @@ await runActor(async (ctx) => {
       registerBinary: (path, expected) => ctx.call('store-keeper', (s) => s.registerBinary(path, expected)),
       ensureFull: (hash) => requests.ensureFull(hash),
       holdsBinary: (hash) => view.binarySize(hash) !== undefined,
-      adoptBinary: (hash) => requests.adoptBinary(hash),
+      adoptInBackground: (hash) => requests.adoptInBackground(hash),
       storedBinary: (hash) => ctx.call('store-keeper', (s) => s.adoptBinary(hash)),
     },
     onTracksChanged: (all) => watcher.sync(all),

@@ -14,7 +14,7 @@ export interface StoreAccess {
   /** Whether the store (as the manifester's replica knows it) holds the binary. */
   holdsBinary(hash: string): boolean;
   /** Cluster mode: has the store index a binary another replica wrote (in the background). */
-  adoptBinary(hash: string): void;
+  adoptInBackground(hash: string): void;
   /** A binary the store holds (an upload, on any replica), checked and indexed; BINARY_NOT_FOUND otherwise. */
   storedBinary(hash: string): Promise<BinaryInfo>;
 }

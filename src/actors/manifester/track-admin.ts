@@ -89,7 +89,7 @@ export class TrackAdmin {
       log.info({ artifact: key, hash: track?.hash ?? null }, track ? 'track changed on another replica' : 'track deleted on another replica');
       if (!track) continue;
       const hashes = [track.hash, ...(track.rollout?.stable ? [track.rollout.stable.hash] : []), ...track.history];
-      for (const hash of hashes) if (!store.holdsBinary(hash)) store.adoptBinary(hash);
+      for (const hash of hashes) if (!store.holdsBinary(hash)) store.adoptInBackground(hash);
       store.ensureFull(track.hash);
     }
     this.deps.onTracksChanged(tracks.all());

@@ -8,14 +8,14 @@ import { UpdaterError, deserializeError } from '../../shared/errors.js';
 import { assertSha256Hex } from '../../shared/hash.js';
 import { binaryName, transferName } from '../../shared/store-layout.js';
 import { expectedGenerationBytes, startDiffPool, type DiffPool, type RunDiffTask } from '../diff-pool/pool.js';
-import type { Adoption, IndexedStore } from './adoption.js';
+import type { Adoption, IndexedStore } from './cluster-adoption.js';
 import type { ClusterFiles } from './cluster-files.js';
 import type { StoreMetrics } from './metrics.js';
 
-/** What the derived files need of the store that holds them (store.ts): its index, as adoption.ts reads it, and more. */
+/** What the derived files need of the store that holds them (store.ts): its index, as cluster-adoption.ts reads it, and more. */
 export interface DerivedFilesHost extends Omit<IndexedStore, 'inflight' | 'hotCache'> {
   readonly metrics: StoreMetrics;
-  /** Shared with adoption.ts, which must not adopt a name this replica is generating. */
+  /** Shared with cluster-adoption.ts, which must not adopt a name this replica is generating. */
   readonly inflight: Map<string, Promise<TransferInfo>>;
   readonly adoption: Adoption;
   readonly cluster: ClusterFiles | undefined;

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { UploadEnd, UploadSlot } from '../../messages/store.js';
-import { Uploads } from './adopt.js';
+import { Uploads } from './uploads.js';
 import type { BinaryInfo, RemovalRequest, RemovalResult, StoreCondition, StoreEvent, StoreInventory, StoreSnapshot, TransferInfo, TransferKind, TransferLocation } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { isDeltaFormat, type DeltaFormat } from '../../shared/delta-formats.js';
@@ -19,7 +19,7 @@ import type { StoreMetrics } from './metrics.js';
 import { openStoreDirs } from './scan.js';
 import type { ClusterFiles, RemovedFiles } from './cluster-files.js';
 import { Writability } from './writability.js';
-import { Adoption, type StoreEventBody } from './adoption.js';
+import { Adoption, type StoreEventBody } from './cluster-adoption.js';
 import { DerivedFiles } from './derived-files.js';
 
 export type { RunDiffTask };
@@ -30,7 +30,7 @@ export class ContentStore {
   private readonly binaries = new Map<string, number>();
   private readonly transfers = new Map<string, TransferInfo>();
   private readonly inflight = new Map<string, Promise<TransferInfo>>();
-  /** Cluster mode: what other replicas wrote or removed in the shared directory (adoption.ts). */
+  /** Cluster mode: what other replicas wrote or removed in the shared directory (cluster-adoption.ts). */
   private readonly adoption: Adoption;
   private readonly targetCache: TargetCache;
   private readonly hotCache: HotTransferCache;
@@ -118,7 +118,7 @@ export class ContentStore {
     };
   }
 
-  /** Uploads (adopt.ts): the front-end streams into a temporary this store hands out and takes back. */
+  /** Uploads (uploads.ts): the front-end streams into a temporary this store hands out and takes back. */
   beginUpload(): Promise<UploadSlot> {
     this.refuseWhileDraining();
     return this.writing('an upload', () => this.uploads.begin());
@@ -157,7 +157,7 @@ export class ContentStore {
 
   /**
    * Cluster mode: indexes a binary another replica stored in the shared directory, once its
-   * bytes are checked against its name (adoption.ts). BINARY_NOT_FOUND when it is not there.
+   * bytes are checked against its name (cluster-adoption.ts). BINARY_NOT_FOUND when it is not there.
    */
   adoptBinary(hash: string): Promise<BinaryInfo> {
     return this.adoption.adoptBinary(hash);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { engineOf } from '../database/location.js';
 import { LOG_LEVELS } from '../logger.js';
 import {
   bool, bytesIn, durationMs, hostPort, int, leaf, oneOf, optionalText, Problem, readRequiredText, readText, requiredText, resolvedAgainst, section, textList, type Field,
@@ -169,7 +170,7 @@ export function configSchema(base: string) {
         // Only this spelling counts as PostgreSQL everywhere (engineOf, config.cluster): a URL
         // without `//` (postgres:u@db/x) or with a capitalised scheme would pass a URL parser
         // and then be opened as an SQLite file named like a URL, so it is refused here.
-        if (!/^postgres(ql)?:\/\//.test(text)) throw new Problem('is not a valid postgres:// URL (write postgres://user:password@host:port/db)');
+        if (engineOf(text) !== 'postgres') throw new Problem('is not a valid postgres:// URL (write postgres://user:password@host:port/db)');
         try {
           new URL(text);
         } catch {

@@ -21,7 +21,7 @@ export interface FleetDatabase {
 }
 
 /**
- * The driver under a Kysely instance: the fleet actor's FleetStore (src/actors/fleet/fleet-store.ts) talks to it
+ * The driver under a Kysely instance: the fleet actor's FleetStore (src/actors/fleet/inventory/store.ts) talks to it
  * directly, a prepared statement per row on SQLite and array parameters on PostgreSQL, which
  * costs a fraction of compiling the same upserts through the builder at every flush.
  */

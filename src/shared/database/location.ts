@@ -5,11 +5,15 @@ import type { Engine } from './schema.js';
 // Kysely's few hundred modules cost each worker thread that imports them a noticeable part of
 // the server's start, so only the threads that open a database load them.
 
+/** What makes a location PostgreSQL: this spelling only, written here once (the configuration refuses near misses). */
+const POSTGRES_URL = /^postgres(ql)?:\/\//;
+
 export function engineOf(location: string): Engine {
-  return /^postgres(ql)?:\/\//.test(location) ? 'postgres' : 'sqlite';
+  return POSTGRES_URL.test(location) ? 'postgres' : 'sqlite';
 }
 
 /** The URL with its password masked, for messages and logs. */
 export function redactDatabaseUrl(location: string): string {
-  return location.replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/, '$1***@');
+  if (engineOf(location) !== 'postgres') return location;
+  return location.replace(/^([^:]+:\/\/[^:/@]*:)[^@]*@/, '$1***@');
 }

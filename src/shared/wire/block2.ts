@@ -1,6 +1,6 @@
 // The Block2 option of RFC 7959 (block-wise transfer): its value codec and block sizes, for
 // the CoAP front-end and the agent alike. Which block a request gets is the front-end's
-// policy (src/actors/coap/block2.ts).
+// policy (src/actors/coap/device/block2.ts).
 
 export const MIN_BLOCK_BYTES = 16;
 /** SZX 6: the largest block a UDP datagram carries without fragmentation risk. */

@@ -3,7 +3,7 @@ import { MAX_FORMAT_NAME, MAX_NAMED_FORMATS } from '../delta-formats.js';
 import { UpdaterError } from '../errors.js';
 import { assertSha256Hex, isSha256Hex } from '../hash.js';
 import { invalidField as fail, isRecord } from '../input.js';
-import { NOT_PRINTABLE } from '../version-label.js';
+import { MAX_VERSION_LABEL_LENGTH, NOT_PRINTABLE } from '../version-label.js';
 
 // Validation of decoded device messages, shared by the JSON (HTTP) and CBOR (CoAP) codecs:
 // each codec maps its keys to these field names, then one set of rules applies.
@@ -130,7 +130,7 @@ export function validateHeartbeat(body: unknown): Heartbeat {
   const versionHash = assertSha256Hex(fields.version_hash, 'version_hash');
   const timestamp = integer(fields.timestamp, 'timestamp', true);
   present(fields.version, 'version');
-  const version = text(fields.version, 'version', 64, false);
+  const version = text(fields.version, 'version', MAX_VERSION_LABEL_LENGTH, false);
   if (fields.hw_info === undefined || fields.hw_info === null) fail('hw_info', 'is required');
   if (!isRecord(fields.hw_info)) fail('hw_info', 'must be an object');
   const hw = fields.hw_info;

@@ -1,12 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Migrator, sql, type Kysely } from 'kysely';
+import { readdirSync } from 'node:fs';
+import { Migrator, NO_MIGRATIONS, sql, type Kysely } from 'kysely';
 import t, { type Test } from 'tap';
 import { engineOf, openDatabase, redactDatabaseUrl } from '../../../src/shared/database/connect.js';
 import { migrateToLatest, migrations } from '../../../src/shared/database/migrations.js';
 import type { Database, Engine } from '../../../src/shared/database/schema.js';
 import { createTestDatabase, ENGINES } from '../../helpers/databases.js';
+import { REPO_ROOT } from '../../helpers/server.js';
 
 /** An empty database of the engine, dropped with its directory when `t` ends. */
 async function freshDatabase(t: Test, engine: Engine) {
@@ -51,6 +53,33 @@ for (const engine of ENGINES) {
   });
 }
 
+/** The tables and their columns, to compare a schema before a migration and after its down. */
+async function schemaOf(db: Kysely<any>): Promise<string[]> {
+  const tables = await db.introspection.getTables();
+  return tables.map((table) => `${table.name}(${table.columns.map((c) => c.name).sort().join(',')})`).sort();
+}
+
+for (const engine of ENGINES) {
+  t.test(`${engine}: each migration on its own applies, reverts to the schema before it, and applies again`, async (t) => {
+    const target = await freshDatabase(t, engine);
+    const { db, close } = await openDatabase(target.location);
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(engine) } });
+    t.notOk((await migrator.migrateTo(NO_MIGRATIONS)).error, 'every migration reverts, back to an empty database');
+    for (const name of Object.keys(migrations(engine))) {
+      const before = await schemaOf(db);
+      const up = await migrator.migrateUp();
+      t.same([up.error, up.results?.map((r) => `${r.migrationName} ${r.status}`)], [undefined, [`${name} Success`]], `${name} applies`);
+      const after = await schemaOf(db);
+      const down = await migrator.migrateDown();
+      t.same([down.error, down.results?.map((r) => `${r.migrationName} ${r.status}`)], [undefined, [`${name} Success`]], `${name} reverts`);
+      t.same(await schemaOf(db), before, `${name}: down leaves the schema it found`);
+      t.notOk((await migrator.migrateUp()).error, `${name} applies again`);
+      t.same(await schemaOf(db), after, `${name}: the same schema the second time`);
+    }
+    await close();
+  });
+}
+
 /** The secondary indexes of devices, by name. */
 async function deviceIndexes(db: Kysely<Database>, engine: Engine): Promise<string[]> {
   const rows = engine === 'sqlite'
@@ -82,6 +111,8 @@ t.test('migration names are numbered and sort in the order they are listed', asy
   t.ok(names.every((n) => /^\d{4}_[a-z0-9_]+$/.test(n)), 'NNNN_name');
   t.same([...names].sort(), names);
   t.same(Object.keys(migrations('postgres')), names, 'the same list on both engines');
+  const files = readdirSync(join(REPO_ROOT, 'src', 'shared', 'database', 'migrations')).filter((f) => f.endsWith('.ts')).sort();
+  t.same(files.map((f) => f.replace(/\.ts$/, '').replace(/-/g, '_')), names, 'one file per migration, named by its number');
 });
 
 t.test('a postgres:// URL selects PostgreSQL, anything else is an SQLite file', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { verifyAuthRequest, signAuthRequest } from '../../../src/shared/device-auth.js';
+import { verifyAuthRequest, signAuthRequest } from '../../../src/shared/device-identity/auth-request.js';
 import { UpdaterError } from '../../../src/shared/errors.js';
 import { deviceIdField, validateHeartbeat, validateReport } from '../../../src/shared/wire/validate.js';
 

@@ -6,7 +6,7 @@ import type { WebhookEvent } from '../../../shared/webhooks/events.js';
 //   updater.device.update_failed — a report with success false (the flush records it);
 //   updater.device.pending       — a device asked to enroll and waits for an operator: the
 //                                  enrollment records it in the transaction that makes the device
-//                                  pending (identities.ts, OnNewPending), so once per enrollment.
+//                                  pending (identity/identities.ts, OnNewPending), so once per enrollment.
 
 export function updateFailedEvents(reports: readonly ReportRecord[]): WebhookEvent[] {
   return reports.filter((r) => !r.success).map((r) => ({

@@ -1,0 +1,49 @@
+import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
+
+// What both engines' flushes (store.ts) compute the same way in JavaScript.
+
+export const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** One count of fleet_versions to add to (a device arrived) or take from (a device left). */
+export interface VersionMove {
+  artifact: string;
+  version_hash: string;
+  /** The version text of the arriving devices ('' for a departure). */
+  version: string;
+  devices: number;
+}
+
+/** The fleet_versions moves of one flush, summed per (track, hash). */
+export class VersionMoves {
+  private readonly moves = new Map<string, VersionMove>();
+
+  /** A device now at `to`, and before at `from` (undefined: a device never recorded). */
+  device(from: { artifact: string; version_hash: string } | undefined, to: HeartbeatRecord): void {
+    if (from && from.artifact === to.artifact && from.version_hash === to.versionHash) return;
+    if (from) this.add(from.artifact, from.version_hash, '', -1);
+    this.add(to.artifact, to.versionHash, to.version, +1);
+  }
+
+  get gained(): VersionMove[] {
+    return [...this.moves.values()].filter((m) => m.devices > 0);
+  }
+
+  get lost(): VersionMove[] {
+    return [...this.moves.values()].filter((m) => m.devices < 0);
+  }
+
+  private add(artifact: string, hash: string, version: string, by: number): void {
+    const key = `${artifact}\n${hash}`;
+    const move = this.moves.get(key) ?? { artifact, version_hash: hash, version, devices: 0 };
+    move.devices += by;
+    if (by > 0) move.version = version;
+    this.moves.set(key, move);
+  }
+}
+
+/** Each reporting device's newest report of the flush (reports arrive in order). */
+export function latestReports(reports: readonly ReportRecord[]): ReportRecord[] {
+  const latest = new Map<string, ReportRecord>();
+  for (const r of reports) latest.set(r.deviceId, r);
+  return [...latest.values()];
+}

@@ -1,0 +1,149 @@
+import type pg from 'pg';
+import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
+import { latestReports, seconds, VersionMoves } from './moves.js';
+import type { FleetStore } from './store.js';
+
+// The flush on PostgreSQL (plan in store.ts): each step is one statement over a whole
+// chunk, its rows passed as one array parameter per column and unnested on the server, so a
+// flush costs a handful of round trips whatever its size. The statements are named, hence
+// parsed and planned once per connection.
+
+/** Rows per statement: the arrays are single parameters, so only memory bounds this. */
+const CHUNK = 5_000;
+
+const TOUCH = `update devices as d set last_seen = u.last_seen, hw_arch = u.hw_arch, hw_os = u.hw_os,
+    hw_free_ram = u.hw_free_ram, hw_free_disk = u.hw_free_disk, transport = u.transport
+  from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
+    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+  where d.device_id = u.device_id collate "C" and d.artifact = u.artifact and d.version_hash = u.version_hash and d.version = u.version`;
+const LOCATE = 'select device_id, artifact, version_hash, version from devices where device_id = any($1::text[])';
+const UPSERT = `insert into devices (device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, first_seen, last_seen)
+  select u.*, u.last_seen from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
+    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+  on conflict (device_id) do update set artifact = excluded.artifact, version_hash = excluded.version_hash, version = excluded.version,
+    hw_arch = excluded.hw_arch, hw_os = excluded.hw_os, hw_free_ram = excluded.hw_free_ram, hw_free_disk = excluded.hw_free_disk,
+    transport = excluded.transport, last_seen = excluded.last_seen`;
+const GAIN = `insert into fleet_versions (artifact, version_hash, version, devices)
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::integer[])
+  on conflict (artifact, version_hash) do update set devices = fleet_versions.devices + excluded.devices, version = excluded.version`;
+const LOSE = `update fleet_versions as f set devices = f.devices + u.by
+  from unnest($1::text[], $2::text[], $3::integer[]) as u(artifact, version_hash, by)
+  where f.artifact = u.artifact and f.version_hash = u.version_hash`;
+const REPORTS = `insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at, received_at_ms)
+  select * from unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[])`;
+const LAST_REPORTS = `update devices as d set last_report_success = u.success, last_report_new_hash = u.new_hash,
+    last_report_reason = u.reason, last_report_at = u.at
+  from unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::bigint[]) as u(device_id, success, new_hash, reason, at)
+  where d.device_id = u.device_id collate "C"`;
+
+/** The statements that reach devices (exported for the test that checks how each does). */
+export const POSTGRES_DEVICE_STATEMENTS = { touch: TOUCH, locate: LOCATE, last_reports: LAST_REPORTS } as const;
+
+const named = (name: string, text: string, values: unknown[]): pg.QueryConfig => ({ name: `fleet_${name}`, text, values: values.map(arrayParameter) });
+
+/** A JSON escape that a PostgreSQL array literal reads differently: a control character or a lone surrogate. */
+const JSON_ONLY_ESCAPE = /\\[bfnrtu]/;
+
+/**
+ * An array parameter as PostgreSQL's array literal text, made by JSON.stringify in native code:
+ * for strings and integers the two syntaxes agree (elements quoted, `"` and `\` escaped by a
+ * backslash) except for JSON's own escapes of control characters and lone surrogates, which
+ * the rare array holding one leaves to the driver's element-by-element encoding. The driver's
+ * encoding alone cost as much CPU as the database's whole touch of a device.
+ */
+function arrayParameter(values: unknown): unknown {
+  if (!Array.isArray(values)) return values;
+  const json = JSON.stringify(values);
+  return JSON_ONLY_ESCAPE.test(json) ? values : `{${json.slice(1, -1)}}`;
+}
+
+interface Located {
+  device_id: string;
+  artifact: string;
+  version_hash: string;
+  version: string;
+}
+
+/** The ten device columns of TOUCH and UPSERT, one array each. */
+function deviceColumns(rows: readonly HeartbeatRecord[]): unknown[] {
+  const n = rows.length;
+  const cols = Array.from({ length: 10 }, () => new Array<unknown>(n));
+  for (let i = 0; i < n; i++) {
+    const r = rows[i]!;
+    cols[0]![i] = r.deviceId;
+    cols[1]![i] = r.artifact;
+    cols[2]![i] = r.versionHash;
+    cols[3]![i] = r.version;
+    cols[4]![i] = r.hwArch;
+    cols[5]![i] = r.hwOs;
+    cols[6]![i] = r.hwFreeRam;
+    cols[7]![i] = r.hwFreeDisk;
+    cols[8]![i] = r.transport;
+    cols[9]![i] = seconds(r.receivedAtMs);
+  }
+  return cols;
+}
+
+/** The FleetStore of a PostgreSQL pool: named statements, parsed once per connection. */
+export function postgresFleetStore(pool: pg.Pool): FleetStore {
+  return { engine: 'postgres', writeBatch: (heartbeats, reports) => writeBatchPostgres(pool, heartbeats, reports) };
+}
+
+async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): Promise<void> {
+  const client = await pool.connect();
+  let failed: unknown;
+  try {
+    // Every statement of a flush reaches devices by key, a few thousand at a time: index
+    // lookups are the one right plan, and every index of devices they can use ends in
+    // device_id (migration 0005; test/actors/fleet/inventory/flush-plans.test.ts checks the plans).
+    // Left to its statistics, the planner of a table that grew from empty since its last
+    // ANALYZE chose scans per unnested row that read a whole table or a whole version's range
+    // (one 5,000-device touch ran for seconds, and the buffer filled behind it).
+    await client.query('begin; set local enable_seqscan = off; set local enable_hashjoin = off; set local enable_mergejoin = off');
+    const moves = new VersionMoves();
+    for (let i = 0; i < heartbeats.length; i += CHUNK) {
+      const chunk = heartbeats.slice(i, i + CHUNK);
+      // The steady state ends here: every device was on its version, and no row came back to parse.
+      const touched = await client.query(named('touch', TOUCH, deviceColumns(chunk)));
+      if (touched.rowCount === chunk.length) continue;
+      const located = await client.query<Located>(named('locate', LOCATE, [chunk.map((r) => r.deviceId)]));
+      const was = new Map(located.rows.map((row) => [row.device_id, row]));
+      // Those the touch did not match: new, or on another track, hash or version text.
+      const rest = chunk.filter((r) => {
+        const row = was.get(r.deviceId);
+        return !row || row.artifact !== r.artifact || row.version_hash !== r.versionHash || row.version !== r.version;
+      });
+      for (const r of rest) moves.device(was.get(r.deviceId), r);
+      await client.query(named('upsert', UPSERT, deviceColumns(rest)));
+    }
+    const gained = moves.gained;
+    if (gained.length > 0) {
+      await client.query(named('gain', GAIN, [gained.map((m) => m.artifact), gained.map((m) => m.version_hash), gained.map((m) => m.version), gained.map((m) => m.devices)]));
+    }
+    const lost = moves.lost;
+    if (lost.length > 0) await client.query(named('lose', LOSE, [lost.map((m) => m.artifact), lost.map((m) => m.version_hash), lost.map((m) => m.devices)]));
+    for (let i = 0; i < reports.length; i += CHUNK) {
+      const chunk = reports.slice(i, i + CHUNK);
+      await client.query(named('reports', REPORTS, [
+        chunk.map((r) => r.deviceId), chunk.map((r) => r.previousHash), chunk.map((r) => r.newHash), chunk.map((r) => (r.success ? 1 : 0)),
+        chunk.map((r) => r.rollbackReason), chunk.map((r) => r.timestamp), chunk.map((r) => seconds(r.receivedAtMs)), chunk.map((r) => r.receivedAtMs),
+      ]));
+    }
+    // A device never seen by a heartbeat has no row: its reports are still kept and counted.
+    const latest = latestReports(reports);
+    if (latest.length > 0) {
+      await client.query(named('last_reports', LAST_REPORTS, [
+        latest.map((r) => r.deviceId), latest.map((r) => (r.success ? 1 : 0)), latest.map((r) => r.newHash),
+        latest.map((r) => r.rollbackReason), latest.map((r) => seconds(r.receivedAtMs)),
+      ]));
+    }
+    await client.query('commit');
+  } catch (err) {
+    failed = err;
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    // A connection that failed mid-transaction is discarded rather than reused.
+    client.release(failed instanceof Error ? failed : undefined);
+  }
+}

@@ -1,0 +1,49 @@
+import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { authMessage } from '../shared/device-identity/auth-request.js';
+
+// A simulated device's identity (devices.auth on the server, docs/protocol.md "Device
+// authentication"): an Ed25519 key, the auth requests it signs, and the token it holds. The
+// canonical text is the shared one (src/shared/device-identity/auth-request.ts); the key and the signature are
+// node:crypto's, a tenth of the cost of the pure-JS signer the agent uses, which matters for a
+// harness that makes 10,000 of them at start.
+
+/** The DER prefix of an Ed25519 SubjectPublicKeyInfo: the raw 32-byte key follows it. */
+const SPKI_PREFIX_BYTES = 12;
+/** Devices an operator may preauthorize in one call (docs/operations.md, "Enrolling devices"). */
+export const PREAUTHORIZE_BATCH = 10_000;
+
+export interface LoadIdentity {
+  /** 64 lowercase hex. */
+  readonly publicKey: string;
+  readonly privateKey: KeyObject;
+  /** The timestamp of the last auth request signed: the server refuses one that is not newer. */
+  lastTimestamp: number;
+  /** The token the server gave, while it is believed good (cleared on a 401 / 4.01). */
+  token?: string;
+}
+
+export function newIdentity(): LoadIdentity {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(SPKI_PREFIX_BYTES);
+  return { publicKey: raw.toString('hex'), privateKey, lastTimestamp: 0 };
+}
+
+/** The fields of a POST /auth body (JSON keys), timestamped newer than the identity's last request. */
+export function signedAuthFields(identity: LoadIdentity, deviceId: string): Record<string, unknown> {
+  const timestamp = identity.lastTimestamp = Math.max(Math.floor(Date.now() / 1000), identity.lastTimestamp + 1);
+  const signature = sign(null, authMessage(deviceId, identity.publicKey, timestamp), identity.privateKey).toString('hex');
+  return { device_id: deviceId, public_key: identity.publicKey, timestamp, signature };
+}
+
+/** Adds the devices' keys with `POST /admin/devices/preauthorize`, PREAUTHORIZE_BATCH a call. */
+export async function preauthorize(baseUrl: string, adminToken: string, devices: readonly { id: string; identity: LoadIdentity }[]): Promise<void> {
+  for (let start = 0; start < devices.length; start += PREAUTHORIZE_BATCH) {
+    const batch = devices.slice(start, start + PREAUTHORIZE_BATCH).map((d) => ({ device_id: d.id, public_key: d.identity.publicKey }));
+    const response = await fetch(`${baseUrl}/admin/devices/preauthorize`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ devices: batch }),
+    });
+    if (response.status !== 200) throw new Error(`POST /admin/devices/preauthorize answered ${response.status}: ${await response.text()} (is devices.auth on, and the token's role operate?)`);
+  }
+}

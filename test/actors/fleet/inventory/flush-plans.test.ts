@@ -1,0 +1,83 @@
+import { sql } from 'kysely';
+import t from 'tap';
+import type { HeartbeatRecord } from '../../../../src/messages/fleet.js';
+import { POSTGRES_DEVICE_STATEMENTS } from '../../../../src/actors/fleet/inventory/store-postgres.js';
+import { SQLITE_FLUSH_STATEMENTS } from '../../../../src/actors/fleet/inventory/store-sqlite.js';
+import { driverOf } from '../../../../src/shared/database/connect.js';
+import * as q from '../../../../src/actors/fleet/inventory/queries.js';
+import { openTestDatabase } from '../../../helpers/databases.js';
+
+// Every statement of the flush that reaches devices must find each device by its id, whatever
+// the planner knows: a probe that reads a range (all the devices of a track and version) per
+// device made one flush quadratic in the fleet's size. PostgreSQL plans the flush's named
+// statements generically, with no statistics for a table that grew since its last ANALYZE; the
+// test asks for exactly that plan, with autovacuum kept away so that no ANALYZE can rescue it.
+
+const DEVICES = 3_000;
+
+function fleetOnOneVersion(): HeartbeatRecord[] {
+  return Array.from({ length: DEVICES }, (_, i) => ({
+    deviceId: `plan-${String(i).padStart(5, '0')}`, versionHash: 'a'.repeat(64), version: '1.0.0', artifact: 'app',
+    hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 1, hwFreeDisk: 2, transport: 'http', receivedAtMs: 1_800_000_000_000,
+  }));
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Each scan of devices in the plan: how it reads, and by what condition. */
+function devicesScans(node: PlanNode, found: { type: string; index?: string; cond: string }[] = []) {
+  if (node['Relation Name'] === 'devices' && node['Node Type'] !== 'ModifyTable') {
+    // A bitmap heap scan reads what its bitmap index scans found: their conditions are its own.
+    const probes = node['Node Type'] === 'Bitmap Heap Scan' ? (node.Plans ?? []) : [node];
+    for (const probe of probes) found.push({ type: node['Node Type'], ...(probe['Index Name'] ? { index: probe['Index Name'] } : {}), cond: probe['Index Cond'] ?? '' });
+    return found;
+  }
+  for (const child of node.Plans ?? []) devicesScans(child, found);
+  return found;
+}
+
+t.test('postgres: the generic plan of each flush statement on devices probes by device_id', async (t) => {
+  const db = await openTestDatabase(t, 'postgres', 'updater-plans-');
+  await sql`alter table devices set (autovacuum_enabled = off)`.execute(db);
+  await q.writeBatch(db, fleetOnOneVersion(), []);
+  const stats = await sql<{ analyzed: number }>`select (coalesce(last_analyze, last_autoanalyze) is not null)::int as analyzed from pg_stat_user_tables where relname = 'devices'`.execute(db);
+  t.equal(stats.rows[0]?.analyzed, 0, 'devices has never been analyzed');
+  await db.connection().execute(async (c) => {
+    await sql`set plan_cache_mode = force_generic_plan`.execute(c);
+    // As the flush runs them (store-postgres.ts).
+    await sql`set enable_seqscan = off`.execute(c);
+    await sql`set enable_hashjoin = off`.execute(c);
+    await sql`set enable_mergejoin = off`.execute(c);
+    for (const [name, text] of Object.entries(POSTGRES_DEVICE_STATEMENTS)) {
+      const params = Math.max(...[...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+      await sql.raw(`prepare plan_${name} as ${text}`).execute(c);
+      const explained = await sql.raw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (format json) execute plan_${name}(${Array(params).fill('null').join(', ')})`).execute(c);
+      const scans = devicesScans(explained.rows[0]!['QUERY PLAN'][0].Plan);
+      t.ok(scans.length > 0, `${name} reads devices`);
+      for (const scan of scans) {
+        t.match(scan.type, /^(Index|Index Only|Bitmap Heap) Scan$/, `${name}: an index scan (${JSON.stringify(scan)})`);
+        t.match(scan.cond, /\bdevice_id = /, `${name}: the index condition names device_id (${JSON.stringify(scan)})`);
+      }
+    }
+  });
+});
+
+t.test('sqlite: each flush statement on devices searches by device_id', async (t) => {
+  const db = await openTestDatabase(t, 'sqlite', 'updater-plans-');
+  await q.writeBatch(db, fleetOnOneVersion(), []);
+  const driver = driverOf(db);
+  if (driver.engine !== 'sqlite') throw new Error('expected the SQLite driver');
+  for (const name of ['touch', 'locate', 'lastReport'] as const) {
+    const text = SQLITE_FLUSH_STATEMENTS[name];
+    const params = Array<null>([...text.matchAll(/\?/g)].length).fill(null);
+    const plan = driver.file.prepare(`explain query plan ${text}`).all(...params) as { detail: string }[];
+    t.ok(plan.length > 0, `${name} has a plan`);
+    for (const row of plan) t.match(row.detail, /^SEARCH devices USING (INDEX \S+|PRIMARY KEY) \(device_id=\?\)/, `${name}: ${row.detail}`);
+  }
+});
