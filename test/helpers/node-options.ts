@@ -1,8 +1,9 @@
-// tap starts each test file with its own loaders (`--import` of its mock and process-info
-// hooks, in execArgv and NODE_OPTIONS). Every thread and child process of a server under test
-// would load them again and send each module it loads through them: a server's start took
-// 3.5 s instead of 0.9. No test uses tap's mocks, and coverage is off, so the servers and
-// processes the tests start run without them.
+// tap starts each test file with its own loaders (`--import` of its process-info hook, and of
+// its mock hook unless that plugin is off, as package.json has it: no test uses tap's mocks),
+// in execArgv and NODE_OPTIONS. Every thread and child process of a server under test would
+// load them again and send each module it loads through them: a server's start took 3.5 s
+// instead of 0.9. Coverage is off, so the servers and processes the tests start run without
+// them.
 //
 // Leaving them out of a child's environment is not enough: tap's process-info hook patches
 // spawn in the test's process and puts its loader back into the NODE_OPTIONS of every child,
