@@ -31,7 +31,8 @@ async function drillBlocks(): Promise<string[]> {
 async function runBlock(script: string): Promise<void> {
   const bin = join(fixture.dir, 'bin');
   await mkdir(bin, { recursive: true });
-  await writeFile(join(bin, 'updater'), `#!/bin/sh\nexec "${process.execPath}" "${UPDATER_BIN}" "$@"\n`);
+  // NODE_OPTIONS set here, not only in env: tap's hook puts its loader back into every child's.
+  await writeFile(join(bin, 'updater'), `#!/bin/sh\nNODE_OPTIONS='${childEnv().NODE_OPTIONS ?? ''}' exec "${process.execPath}" "${UPDATER_BIN}" "$@"\n`);
   await chmod(join(bin, 'updater'), 0o755);
   const env = { ...childEnv(), PATH: `${bin}:${process.env.PATH}` };
   await promisify(execFile)('/bin/bash', ['-euo', 'pipefail', '-c', script], { cwd: keys, env });

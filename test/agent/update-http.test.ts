@@ -6,7 +6,7 @@ import { expectExit, logged, makeDevice } from '../helpers/agent.js';
 import { firmware, makeFixture, nextVersion, sha256Hex } from '../helpers/fixture.js';
 import { heartbeatUntilSigned } from '../helpers/http.js';
 import { UPDATER_BIN, startTestServer } from '../helpers/server.js';
-import { childEnv } from '../helpers/node-options.js';
+import { nodeChild } from '../helpers/node-options.js';
 
 t.test('a device on v1 updates to v2 by delta over HTTP and confirms it in the boot phase', async (t) => {
   const fixture = await makeFixture();
@@ -58,7 +58,8 @@ t.test('without --once the agent keeps cycling: it installs, confirms, idles, an
   ], { default_artifact: 'app' });
   t.teardown(() => server.stop());
   const device = await makeDevice(fixture, server.url, await readFile(v1.path), { interval: '200ms' });
-  const child = spawn(process.execPath, [UPDATER_BIN, 'agent', '--config', device.configPath], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+  const node = nodeChild([UPDATER_BIN, 'agent', '--config', device.configPath]);
+  const child = spawn(node.command, node.args, { stdio: ['ignore', 'pipe', 'pipe'], env: node.env });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));

@@ -7,7 +7,7 @@ import { adminCall, eventually } from '../helpers/admin.js';
 import { launchChromium, signIn, tabTo } from '../helpers/browser.js';
 import { ADMIN_TOKEN, firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { configDocument, REPO_ROOT, spawnServer, UPDATER_BIN, writeConfig } from '../helpers/server.js';
-import { childEnv } from '../helpers/node-options.js';
+import { nodeChild } from '../helpers/node-options.js';
 import { needs } from '../helpers/system-tools.js';
 
 // The console as an operator uses it, in Debian's Chromium, against a real server whose
@@ -120,8 +120,9 @@ t.test('an operator follows a rollout through the console', needs('chromium'), a
     await page.getByRole('heading', { name: 'Rollout of 2.0.0' }).waitFor();
     t.equal(await text('rollout-state'), 'running');
 
-    const load = spawn(process.execPath, [UPDATER_BIN, 'load', '--url', url, '--admin-token-file', fixture.tokenPath,
-      '--devices', '400', '--rate', '150', '--duration', '120s', '--old-share', '1', '--fail-rate', '0.6'], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    const node = nodeChild([UPDATER_BIN, 'load', '--url', url, '--admin-token-file', fixture.tokenPath,
+      '--devices', '400', '--rate', '150', '--duration', '120s', '--old-share', '1', '--fail-rate', '0.6']);
+    const load = spawn(node.command, node.args, { stdio: ['ignore', 'pipe', 'pipe'], env: node.env });
     let loadOutput = '';
     load.stdout.on('data', (d) => (loadOutput += d));
     load.stderr.on('data', (d) => (loadOutput += d));

@@ -7,7 +7,7 @@ import { FAULT_ENV } from '../../agent/fault.js';
 import { firmware, freePort, makeFixture, nextVersion, sha256Hex, type Fixture } from './fixture.js';
 import { heartbeatUntilSigned } from './http.js';
 import { UPDATER_BIN, startTestServer, type TestServer } from './server.js';
-import { childEnv } from './node-options.js';
+import { nodeChild } from './node-options.js';
 import { authHttp, TestDevice, tokenHttp } from './device-auth.js';
 import { adminCall } from './admin.js';
 
@@ -73,10 +73,10 @@ export async function makeDevice(fixture: Fixture, httpUrl: string, binary: Buff
 
 export function runAgentOnce(configPath: string, faultStep?: string, timeoutMs = 60_000): Promise<AgentRun> {
   return new Promise((resolve) => {
-    const env = childEnv();
-    delete env[FAULT_ENV];
-    if (faultStep) env[FAULT_ENV] = faultStep;
-    const child = spawn(process.execPath, [UPDATER_BIN, 'agent', '--config', configPath, '--once'], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const node = nodeChild([UPDATER_BIN, 'agent', '--config', configPath, '--once']);
+    delete node.env[FAULT_ENV];
+    if (faultStep) node.env[FAULT_ENV] = faultStep;
+    const child = spawn(node.command, node.args, { stdio: ['ignore', 'pipe', 'pipe'], env: node.env });
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));

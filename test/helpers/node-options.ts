@@ -1,8 +1,15 @@
-// tap starts each test file with its own loaders (`--import` of its mock and process-info
-// hooks, in execArgv and NODE_OPTIONS). Every thread and child process of a server under test
-// would load them again and send each module it loads through them: a server's start took
-// 3.5 s instead of 0.9. No test uses tap's mocks, and coverage is off, so the servers and
-// processes the tests start run without them.
+// tap starts each test file with its own loaders (`--import` of its process-info hook, and of
+// its mock hook unless that plugin is off, as package.json has it: no test uses tap's mocks),
+// in execArgv and NODE_OPTIONS. Every thread and child process of a server under test would
+// load them again and send each module it loads through them: a server's start took 3.5 s
+// instead of 0.9. Coverage is off, so the servers and processes the tests start run without
+// them.
+//
+// Leaving them out of a child's environment is not enough: tap's process-info hook patches
+// spawn in the test's process and puts its loader back into the NODE_OPTIONS of every child,
+// whatever the caller passed (a spawned server started on 3.0 s of CPU instead of 1.25, and
+// the suite spawns hundreds of servers, agents and CLI runs). So a node child is started
+// through `env` (nodeChild), which sets NODE_OPTIONS again after the hook has had its say.
 
 const fromTap = (arg: string) => arg.includes('@tapjs/');
 
@@ -17,4 +24,16 @@ export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const nodeOptions = (process.env.NODE_OPTIONS ?? '').split(/\s+/).filter((arg) => arg !== '' && !fromTap(arg)).join(' ');
   const { UPDATER_LOG_PRETTY: _mine, ...env } = process.env;
   return { ...env, NODE_OPTIONS: nodeOptions, ...extra };
+}
+
+/** `env`, which every Linux has there: it replaces itself with the program, so the PID is the program's. */
+const ENV = '/usr/bin/env';
+
+/**
+ * spawn()'s command, arguments and environment for `node ARGS…` without tap's loaders, with
+ * `extra` added to the environment (see above for why through `env`).
+ */
+export function nodeChild(args: readonly string[], extra: NodeJS.ProcessEnv = {}): { command: string; args: string[]; env: NodeJS.ProcessEnv } {
+  const env = childEnv(extra);
+  return { command: ENV, args: [`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}`, process.execPath, ...args], env };
 }

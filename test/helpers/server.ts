@@ -6,7 +6,7 @@ import { parse, stringify } from 'yaml';
 import { loadConfigFile } from '../../src/shared/config/load.js';
 import { startServer, type Supervisor } from '../../src/supervisor/index.js';
 import { freePort, type Fixture } from './fixture.js';
-import { ACTOR_EXEC_ARGV, childEnv } from './node-options.js';
+import { ACTOR_EXEC_ARGV, nodeChild } from './node-options.js';
 
 export const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
 export const UPDATER_BIN = join(REPO_ROOT, 'bin', 'updater.js');
@@ -83,7 +83,8 @@ export async function spawnServer(configPath: string, url: string, timeoutMs = 6
   if (!['trace', 'debug', 'info'].includes(level)) {
     throw new Error(`spawnServer needs log_level info or lower to see "server started"; ${configPath} has ${level}`);
   }
-  const child = spawn(process.execPath, [UPDATER_BIN, 'serve', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+  const node = nodeChild([UPDATER_BIN, 'serve', '--config', configPath]);
+  const child = spawn(node.command, node.args, { stdio: ['ignore', 'pipe', 'pipe'], env: node.env });
   let text = '';
   child.stdout!.on('data', (d) => (text += d));
   child.stderr!.on('data', (d) => (text += d));
@@ -102,7 +103,8 @@ export async function spawnServer(configPath: string, url: string, timeoutMs = 6
 /** Runs `updater` with arguments (and `env` added to the environment) and collects its output. */
 export function runUpdater(args: string[], timeoutMs = 30_000, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [UPDATER_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv(env) });
+    const node = nodeChild([UPDATER_BIN, ...args], env);
+    const child = spawn(node.command, node.args, { stdio: ['ignore', 'pipe', 'pipe'], env: node.env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

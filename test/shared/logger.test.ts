@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import t from 'tap';
 import { firmware, freePort, makeFixture } from '../helpers/fixture.js';
-import { childEnv } from '../helpers/node-options.js';
+import { childEnv, nodeChild } from '../helpers/node-options.js';
 import { configDocument, REPO_ROOT, UPDATER_BIN, writeConfig } from '../helpers/server.js';
 import { needs, toolPath } from '../helpers/system-tools.js';
 
@@ -14,7 +14,8 @@ const PROBE = `import(${JSON.stringify(LOGGER)}).then((m) => m.createLogger('pro
 const COLOR = new RegExp(`${String.fromCharCode(27)}\\[\\d+m`, 'g');
 
 function probe(env: NodeJS.ProcessEnv): string {
-  return spawnSync(process.execPath, ['-e', PROBE], { env: childEnv(env), encoding: 'utf8' }).stdout;
+  const node = nodeChild(['-e', PROBE], env);
+  return spawnSync(node.command, node.args, { env: node.env, encoding: 'utf8' }).stdout;
 }
 
 /** The probe on a pseudo-terminal made by util-linux's script(1). */
@@ -49,7 +50,8 @@ t.test('updater serve --pretty: the supervisor and every actor thread write read
   const port = await freePort();
   const v1 = await fixture.writeBinary('v1.bin', firmware(10_000, 'pretty'));
   const configPath = await writeConfig(fixture, configDocument(fixture, port, [{ name: 'app', version: '1', binary: v1.path }], { log_level: 'info' }));
-  const child = spawn(process.execPath, [UPDATER_BIN, 'serve', '--pretty', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+  const node = nodeChild([UPDATER_BIN, 'serve', '--pretty', '--config', configPath]);
+  const child = spawn(node.command, node.args, { stdio: ['ignore', 'pipe', 'pipe'], env: node.env });
   let text = '';
   child.stdout.on('data', (d) => (text += d));
   child.stderr.on('data', (d) => (text += d));

@@ -1,0 +1,113 @@
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+// `npm run test:quick` (run-tests.ts --quick): the inner loop, every test file but the slow
+// ones below, in at most two minutes on a two-core machine. A file goes on the list when a
+// full run (`npm test` ends with its ten slowest) shows it taking over ~5 s of its own time:
+// end-to-end stories with real processes, clusters, browsers, soaks. New files are quick
+// until measured otherwise. `npm test` still runs them all.
+
+export const SLOW_FILES: readonly string[] = [
+  'test/actors/coap/dedup-memory.test.ts',
+  'test/actors/fleet/audit.test.ts',
+  'test/actors/fleet/webhooks-cluster.test.ts',
+  'test/actors/fleet/webhooks-postgres.test.ts',
+  'test/actors/fleet/webhooks.test.ts',
+  'test/actors/http/upload.test.ts',
+  'test/actors/manifester/cluster/cluster-tracks.test.ts',
+  'test/agent/checks.test.ts',
+  'test/agent/coap-real.test.ts',
+  'test/agent/coap.test.ts',
+  'test/agent/config.test.ts',
+  'test/agent/crash-boot.test.ts',
+  'test/agent/crash-cycle.test.ts',
+  'test/agent/download-limits.test.ts',
+  'test/agent/failover.test.ts',
+  'test/agent/identity-pending.test.ts',
+  'test/agent/identity.test.ts',
+  'test/agent/key-rotation.test.ts',
+  'test/agent/load/fail-rate.test.ts',
+  'test/agent/load/harness-auth.test.ts',
+  'test/agent/load/harness.test.ts',
+  'test/agent/patch-formats.test.ts',
+  'test/agent/release-attacks.test.ts',
+  'test/agent/release-expiry.test.ts',
+  'test/agent/retired-key.test.ts',
+  'test/agent/update-http.test.ts',
+  'test/bench/soak-leak.test.ts',
+  'test/cli/key-format.test.ts',
+  'test/cli/push.test.ts',
+  'test/cli/serve-database.test.ts',
+  'test/console/browser.test.ts',
+  'test/console/enrollment.test.ts',
+  'test/console/roles.test.ts',
+  'test/server/admin-api.test.ts',
+  'test/server/audit-kill.test.ts',
+  'test/server/cluster-faults.test.ts',
+  'test/server/cluster-release.test.ts',
+  'test/server/cluster-tracks.test.ts',
+  'test/server/coap-amplification.test.ts',
+  'test/server/coap-decisions.test.ts',
+  'test/server/coap-download.test.ts',
+  'test/server/coap-hostile.test.ts',
+  'test/server/coap-lifecycle.test.ts',
+  'test/server/config-replaces-api.test.ts',
+  'test/server/crash-safety.test.ts',
+  'test/server/decision-table.test.ts',
+  'test/server/delta-download.test.ts',
+  'test/server/device-auth-cluster.test.ts',
+  'test/server/device-auth-coap.test.ts',
+  'test/server/device-auth-http.test.ts',
+  'test/server/device-auth-mtls.test.ts',
+  'test/server/device-auth-rollout.test.ts',
+  'test/server/device-auth-webhook.test.ts',
+  'test/server/disk-full.test.ts',
+  'test/server/enrollment-attacks-postgres.test.ts',
+  'test/server/enrollment-attacks-sqlite.test.ts',
+  'test/server/file-watch.test.ts',
+  'test/server/fleet-inventory-postgres.test.ts',
+  'test/server/fleet-inventory-sqlite.test.ts',
+  'test/server/http-framing-proxy.test.ts',
+  'test/server/http-framing.test.ts',
+  'test/server/http-input.test.ts',
+  'test/server/http-semantics.test.ts',
+  'test/server/operator-tokens-cluster.test.ts',
+  'test/server/operator-tokens.test.ts',
+  'test/server/patch-formats.test.ts',
+  'test/server/port-taken.test.ts',
+  'test/server/promtool.test.ts',
+  'test/server/publish-paths.test.ts',
+  'test/server/release-statements.test.ts',
+  'test/server/report-flood.test.ts',
+  'test/server/retention.test.ts',
+  'test/server/rollout-api.test.ts',
+  'test/server/rollout-e2e.test.ts',
+  'test/server/rollout-health-offers.test.ts',
+  'test/server/rollout-health-window.test.ts',
+  'test/server/rollout-restart.test.ts',
+  'test/server/single-flight.test.ts',
+  'test/server/store-health.test.ts',
+  'test/server/store-integrity.test.ts',
+  'test/server/tls.test.ts',
+  'test/server/track-configured.test.ts',
+  'test/server/track-persistence.test.ts',
+  'test/server/version-labels.test.ts',
+  'test/server/webhook-exposure.test.ts',
+  'test/server/whole-download.test.ts',
+  'test/shared/config.test.ts',
+  'test/shared/database/migrations.test.ts',
+  'test/shared/garbage-collector.test.ts',
+  'test/shared/logger.test.ts',
+  'test/supervisor/malloc-trimmer.test.ts',
+  'test/supervisor/restart.test.ts',
+];
+
+/** The built test files under `distTest` (dist/test), as paths relative to `root`, the slow ones left out. */
+export function quickFiles(root: string, distTest = join(root, 'dist', 'test')): string[] {
+  const slow = new Set(SLOW_FILES.map((f) => join('dist', f.replace(/\.ts$/, '.js'))));
+  return readdirSync(distTest, { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.test.js'))
+    .map((name) => relative(root, join(distTest, name)))
+    .filter((file) => !slow.has(file))
+    .sort();
+}

@@ -1,0 +1,66 @@
+// `npm run build`: compiles the TypeScript into dist/ and bundles the console, doing only what
+// changed since the last build, so `npm test` (which builds first) costs half a second when
+// nothing did instead of a full rebuild every time. `npm run build:clean` starts from nothing.
+//   1. tsc --build with its tsBuildInfo (dist/tsconfig.tsbuildinfo): skipped when no source is
+//      newer than the last build; forced when package-lock.json is (new typings).
+//   2. dist/ outputs whose source is gone are deleted: a test file deleted or moved would
+//      otherwise stay in dist/test and tap would still run it.
+//   3. the console (type check and bundle, console/build.js) is redone when the contents of its
+//      inputs differ from those of its last build (a hash kept in dist/console/inputs.sha256,
+//      written last): contents, not times, since tsc rewrites the module the bundle imports
+//      on every build of its own.
+// Plain JavaScript: it runs before anything is compiled.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+
+const mtime = (path) => (existsSync(path) ? statSync(path).mtimeMs : -Infinity);
+
+function run(args) {
+  const result = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+/** Every file under `dir` (a path relative to root), skipping node_modules. */
+function filesUnder(dir) {
+  const abs = join(root, dir);
+  if (!existsSync(abs)) return [];
+  return readdirSync(abs, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && !relative(abs, e.parentPath).split('/').includes('node_modules'))
+    .map((e) => join(e.parentPath, e.name));
+}
+
+// 1. The server, agent, tests, benches and tools.
+const buildInfo = join(dist, 'tsconfig.tsbuildinfo');
+run([tsc, '--build', 'tsconfig.json', ...(mtime(join(root, 'package-lock.json')) > mtime(buildInfo) ? ['--force'] : [])]);
+
+// 2. Outputs of sources that are gone: dist/<path>.js and .js.map come from <path>.ts.
+for (const out of filesUnder('dist')) {
+  const rel = relative(dist, out);
+  if (rel.startsWith(`console/`) || !/\.js(\.map)?$/.test(rel)) continue;
+  const source = join(root, rel.replace(/\.js(\.map)?$/, '.ts'));
+  if (!existsSync(source)) rmSync(out);
+}
+
+// 3. The console: its sources, its build script and what that script imports from dist/.
+const consoleBuild = join(root, 'console', 'build.js');
+const imported = [...readFileSync(consoleBuild, 'utf8').matchAll(/from '\.\.\/(dist\/[^']+)'/g)].map((m) => join(root, m[1]));
+const hash = createHash('sha256');
+for (const file of [...filesUnder('console'), ...imported, join(root, 'package-lock.json')].sort()) {
+  hash.update(`${relative(root, file)}\0`).update(existsSync(file) ? readFileSync(file) : '(none)').update('\0');
+}
+const inputs = hash.digest('hex');
+const stamp = join(dist, 'console', 'inputs.sha256');
+if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== inputs) {
+  // Bundles are named by their hash: an old one would stay beside the new one.
+  rmSync(join(dist, 'console'), { recursive: true, force: true });
+  run([tsc, '-p', 'console/tsconfig.json']);
+  run([consoleBuild]);
+  writeFileSync(stamp, inputs);
+}
