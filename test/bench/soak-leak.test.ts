@@ -47,7 +47,7 @@ t.test('the same quick soak passes its memory judgement without the leak', async
   t.same(result.plateau.grown, [], 'no actor heap grew');
   t.notOk(result.plateau.reasons.some((r) => r.includes('over the documented bound')), 'RSS stayed under the documented bound');
   // The RSS floor is reported, not judged, here: 45 s right after the fill on a machine that
-  // runs the rest of the suite sees the native allocator still growing (bench/README.md).
+  // runs the rest of the suite sees the native allocator still growing (bench/results/2026-11-27-suite-notes.md).
   t.comment(`RSS floor ${(result.plateau.rssFloorBytesPerMinute / 1048576).toFixed(1)} MB/min, peak ${(result.plateau.peakBytes / 1048576).toFixed(0)} of ${(result.boundBytes / 1048576).toFixed(0)} MB`);
   t.ok(result.fill.readings.every((r) => r.filled), 'every budget was filled first');
   const offers = result.load.deltaOffers;
