@@ -339,6 +339,7 @@ export async function runSoakBench(): Promise<Record<string, unknown>> {
     grown: r.plateau.grown,
     heartbeats_per_s: Math.round(r.load.heartbeatsPerSecond),
     downloads: r.load.downloads,
+    delta_offers_by_format: r.load.deltaOffers,
     latency_ms: r.load.latency,
     server_heartbeat_latency: r.serverLatency,
     errors: r.load.errors,
