@@ -99,9 +99,10 @@ export class ContentStore {
    */
   private async writing<T>(what: string, write: () => Promise<T>): Promise<T> {
     this.writability.refuse(what);
+    const started = this.writability.writeStarted();
     try {
       const result = await write();
-      this.writability.succeeded();
+      this.writability.succeeded(started);
       return result;
     } catch (err) {
       const mapped = storeWriteError(err, what);

@@ -116,7 +116,18 @@ export class Writability {
     this.restartTimer();
   }
 
-  succeeded(): void {
+  /** What `succeeded` compares against: take it when a write starts. */
+  writeStarted(): number {
+    return this.failures;
+  }
+
+  /**
+   * A write that fitted says the store takes writes, unless another write failed for want of
+   * space while it ran: a small write begun before a large one failed must not undo the
+   * "full" that large one found (as the small probe must not; see restartTimer).
+   */
+  succeeded(failuresAtStart: number): void {
+    if (this.failures !== failuresAtStart) return;
     this.set('writable');
   }
 
