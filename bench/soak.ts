@@ -32,6 +32,10 @@ const MB = 1024 * 1024;
 const DIFF_THREAD_BASELINE_MB = 48;
 /** bsdiff-node's peak per generation (docs/memory.md); the native engine's is in a child process of its own. */
 const BSDIFF_NODE_FACTOR = 21;
+/** The soak's front-ends (HTTP and CoAP), each holding a decision snapshot. */
+const FRONT_ENDS = 2;
+/** One answer in a front-end's decision snapshot, its key and map entry (docs/memory.md). */
+const SNAPSHOT_ANSWER_BYTES = 1024;
 export const LATENCY_GOAL_P99_MS = 20;
 /** As deploy/updater.service sets them: the main thread's young generation capped (docs/memory.md). */
 const MAIN_THREAD_NODE_OPTIONS = '--max-semi-space-size=4';
@@ -172,7 +176,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await new Promise((r) => setTimeout(r, 3000));
     const idle = (await scrape(server.url, at()))?.rss ?? 0;
     const s = o.shape;
-    const boundBytes = idle + (s.targetCacheMb + s.hotCacheMb) * MB + s.manifestCacheSize * 500
+    // Each front-end's decision snapshot: a copy of every signed answer and two answers per track (docs/memory.md).
+    const snapshotBytes = FRONT_ENDS * (s.manifestCacheSize + 2 * s.tracks) * SNAPSHOT_ANSWER_BYTES;
+    const boundBytes = idle + (s.targetCacheMb + s.hotCacheMb) * MB + s.manifestCacheSize * 500 + snapshotBytes
       + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + (s.deltaEngine === 'bsdiff-node' ? BSDIFF_NODE_FACTOR * s.binaryBytes : 0)) + 2.125 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
       // The store-keeper's dead buffers before its collector runs (docs/memory.md, "Dead buffers").
       + DEAD_BUFFER_BYTES;
@@ -241,6 +247,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     readings = allReadings();
     if (inventoryPending()) readings.push(pageCacheReading(0));
     const fillSeconds = at() - fillStart;
+    o.log(`decision snapshots: peak ${samples.reduce((m, x) => Math.max(m, x.decisionSnapshots), 0)} of the ${snapshotBytes} bytes counted in the bound`);
     o.log(`fill ${readings.every((r) => r.filled) ? 'complete' : 'INCOMPLETE'} after ${fillSeconds.toFixed(0)} s: ${readings.map((r) => `${r.budget} ${r.peak}/${r.limit}`).join(', ')}`);
     for (const child of children) child.send({ type: 'filled' });
     const plateauStart = samples.length;

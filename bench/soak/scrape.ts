@@ -17,6 +17,8 @@ export interface Scrape {
   readonly targetCache: number;
   readonly hotCache: number;
   readonly signedManifests: number;
+  /** What the front-ends' decision snapshots weigh, all threads together. */
+  readonly decisionSnapshots: number;
   readonly coapDedup: number;
   readonly diffsInFlight: number;
   readonly diffThreads: number;
@@ -80,6 +82,7 @@ export function toScrape(at: number, text: string): Scrape {
     targetCache: one('updater_cache_bytes', { cache: 'target' }),
     hotCache: one('updater_cache_bytes', { cache: 'hot_transfer' }),
     signedManifests: one('updater_signed_manifest_cache_entries'),
+    decisionSnapshots: one('updater_decision_snapshot_bytes'),
     coapDedup: one('updater_coap_dedup_cache_bytes'),
     diffsInFlight: one('updater_diff_jobs', { state: 'in_flight' }),
     diffThreads: one('updater_diff_threads'),

@@ -1,4 +1,5 @@
 import type { SerializedError } from '../shared/errors.js';
+import type { DecisionSnapshot } from './decision-snapshot.js';
 import type { RolloutPlan } from '../shared/rollout-plan.js';
 import type { CertificateWire, ManifestWire } from '../shared/wire/keys.js';
 import type { HeartbeatRequest } from '../shared/wire/validate.js';
@@ -66,6 +67,13 @@ export interface ManifesterApi extends ControlApi, TrackAdminApi {
    * busiest threads, neither clone a manifest object nor encode one per heartbeat.
    */
   heartbeats<E extends AnswerEncoding>(batch: HeartbeatBatch, encoding: E): Promise<HeartbeatAnswers<EncodedAnswer[E]>>;
+  /**
+   * The front-ends' decision snapshot by long poll (src/messages/decision-snapshot.ts): answered
+   * at once when the manifester's version differs from `known`, else when the next is made, or
+   * with null after 20 s. `poller` names the asking front-end; `known` is also its
+   * acknowledgement of the version it holds (src/actors/manifester/snapshot/publisher.ts).
+   */
+  decisionSnapshot<E extends AnswerEncoding>(poller: string, known: string, encoding: E): Promise<DecisionSnapshot<EncodedAnswer[E]> | null>;
   health(): Promise<HealthView>;
   references(): Promise<TrackReferences>;
   /** Called by the store-keeper for every change to the store index. */
@@ -130,6 +138,8 @@ export const MANIFESTER_DEADLINES_MS = {
   ...CONTROL_DEADLINES_MS,
   /** A heartbeat answer is on the device's critical path; anything slower is an outage. */
   heartbeats: 5_000,
+  /** A long poll, held up to 20 s by the manifester. */
+  decisionSnapshot: 30_000,
   health: 5_000,
   /** Asked by the retention sweeper, which is in no hurry. */
   references: 5 * 60_000,

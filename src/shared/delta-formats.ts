@@ -37,3 +37,8 @@ export function chooseFormat(named: readonly string[] | undefined, offered: read
   }
   return DEFAULT_DELTA_FORMAT;
 }
+
+/** The patch formats a server offers, by `store.delta_engine`: bsdiff-node writes BSDIFF40 only. */
+export function formatsOffered(engine: 'native' | 'bsdiff-node'): readonly DeltaFormat[] {
+  return engine === 'native' ? DELTA_FORMATS : [DEFAULT_DELTA_FORMAT];
+}

@@ -29,6 +29,11 @@ export class CountLru<K, V> {
     return this.map.delete(key);
   }
 
+  /** Every entry, least recently used first, without touching recency. */
+  entries(): IterableIterator<[K, V]> {
+    return this.map.entries();
+  }
+
   deleteWhere(predicate: (key: K, value: V) => boolean): number {
     let removed = 0;
     for (const [key, value] of this.map) {

@@ -1,4 +1,4 @@
-import { inCohort } from '../../src/actors/manifester/rollout/cohort.js';
+import { inCohort } from '../../src/shared/decision/cohort.js';
 import { postJson } from './http.js';
 
 // Heartbeats from named devices, and device ids chosen inside or outside a rollout's cohort.

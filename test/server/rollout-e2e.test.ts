@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { inCohort } from '../../src/actors/manifester/rollout/cohort.js';
+import { inCohort } from '../../src/shared/decision/cohort.js';
 import { sha256 } from '../../src/shared/hash.js';
 import { verifyManifest } from '../../src/shared/signing.js';
 import { adminCall, eventually, trackOf } from '../helpers/admin.js';

@@ -157,7 +157,7 @@ t.test('a recorded track whose binary the store lost still starts, stays listed 
   t.match(server.output(), /a track whose binary the store does not hold/);
   t.match(await trackOf(server.url, 'ghost'), { hash: ghost });
   t.equal((await heartbeat(server.url, randomHash(), 'app')).status, 200);
-  // From a version the store holds, so the decision is a delta (row 4 of the decision table, manifester/decide.ts), which the store
+  // From a version the store holds, so the decision is a delta (row 4 of the decision table, src/shared/decision/decide.ts), which the store
   // cannot make without the target's bytes: retry_after, as docs/operations.md says.
   const lost = await heartbeat(server.url, app.hash, 'ghost');
   t.equal(lost.status, 200, 'a device on the lost track is answered, not failed');

@@ -15,6 +15,7 @@ import { requestBytes, sendError } from './datagrams/respond.js';
 import { deviceRoutes } from './device/routes.js';
 import { fleetFeedFor } from '../front-ends/fleet-feed.js';
 import { deviceGateFor } from '../front-ends/device-gate.js';
+import { heartbeatAnswers } from '../front-ends/heartbeat-answers.js';
 import { TransferReader } from './device/transfer.js';
 
 //   UDP datagram ─▶ guard (parse once; drop garbage; mark oversized bodies)
@@ -46,7 +47,8 @@ await runActor(async (ctx) => {
   const transfers = new TransferReader(TransferLocator.of(ctx));
   const fleet = fleetFeedFor(ctx);
   const gate = await deviceGateFor(ctx);
-  const handle = deviceRoutes({ ctx, metrics, transfers, fleet, gate, isTooLarge: (req) => tooLarge.has(req._packet), proof: new AddressProof() });
+  const heartbeats = heartbeatAnswers(ctx, 'cbor');
+  const handle = deviceRoutes({ ctx, metrics, transfers, fleet, gate, heartbeats, isTooLarge: (req) => tooLarge.has(req._packet), proof: new AddressProof() });
 
   server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
     // A send that fails (socket closed during a drain, packet too large) must not end the thread.
@@ -105,6 +107,7 @@ await runActor(async (ctx) => {
     async drain() {
       draining = true;
       gate.stop();
+      heartbeats.stop();
       await inFlight.idle(DRAIN_REQUESTS_MS);
       server.close();
       await new Promise<void>((resolve) => socket.close(() => resolve()));

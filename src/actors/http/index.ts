@@ -13,6 +13,7 @@ import { registerAdminMetrics } from './server/metrics-route.js';
 import { exchange, sendError } from './server/respond.js';
 import { registerDeviceRoutes } from './device/routes.js';
 import { TransferLocator } from '../front-ends/transfer-locator.js';
+import { heartbeatAnswers } from '../front-ends/heartbeat-answers.js';
 
 /** How long a drain lets open downloads finish before the listener goes away regardless. */
 const DRAIN_DOWNLOADS_MS = 10_000;
@@ -26,7 +27,8 @@ await runActor(async (ctx) => {
   const gate = await deviceGateFor(ctx);
   const forwarding = listeners.some((l) => l.certified) ? new CertifiedForwarding() : undefined;
   const deviceApps = listeners.filter((l) => l.servesDevices).map((l) => ({ app: l.app, certifiedId: l.certified ? forwarding?.certifiedId.bind(forwarding) : undefined }));
-  registerDeviceRoutes(deviceApps, { ctx, metrics, downloads, fleet, gate, transfers: TransferLocator.of(ctx), isDraining: () => draining });
+  const heartbeats = heartbeatAnswers(ctx, 'json');
+  registerDeviceRoutes(deviceApps, { ctx, metrics, downloads, fleet, gate, heartbeats, transfers: TransferLocator.of(ctx), isDraining: () => draining });
   const admin = registerAdminRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { ctx, metrics, isDraining: () => draining });
   // The console goes where the admin API is: listen.admin when set, else the device listeners.
   registerConsoleRoutes(listeners.filter((l) => l.servesAdmin).map((l) => l.app), { assets: await loadConsoleAssets(), metrics, log: ctx.log });
@@ -66,6 +68,7 @@ await runActor(async (ctx) => {
     async drain() {
       draining = true;
       gate.stop();
+      heartbeats.stop();
       for (const socket of sockets) uWS.us_listen_socket_close(socket);
       front?.stopListening();
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());

@@ -11,13 +11,16 @@ import { ReleaseStatements } from './release-statements.js';
 import { OfferFeed } from './rollout/offer-feed.js';
 import { RolloutControl } from './rollout/rollout-control.js';
 import { loadSigningKey } from './signing-key.js';
-import { SignedManifests, signedFrom } from './signer.js';
+import { SignedManifests } from './signer.js';
+import { signedAnswerKey } from '../../messages/decision-snapshot.js';
 import { StoreView } from './store-view.js';
 import { webhookEmitter } from './webhook-events.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 import type { ClusterSync } from './cluster/cluster-sync.js';
 import { plantedLeak } from './test-leak.js';
+import { buildSnapshot } from './snapshot/build.js';
+import { SnapshotPublisher } from './snapshot/publisher.js';
 
 /** How often rollouts are checked: health counts, then steps that are due. */
 const ROLLOUT_TICK_MS = 1000;
@@ -25,13 +28,22 @@ const ROLLOUT_TICK_MS = 1000;
 await runActor(async (ctx) => {
   const { config } = ctx;
   const key = await loadSigningKey(config, ctx.log);
-  const signed = new SignedManifests(key.privateKey, config.manifest.cacheSize);
-  const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from === undefined ? undefined : signedFrom(t.from, t.format), t.to));
+  // The front-ends answer the steady state from a snapshot of what follows (snapshot/): every
+  // part of it says when it changed.
+  const snapshots = new SnapshotPublisher((version, encoding) => buildSnapshot(version, encoding, { manifester, tracks, view }));
+  const changed = () => snapshots.changed();
+  const signed = new SignedManifests(key.privateKey, config.manifest.cacheSize, changed);
+  const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from === undefined ? undefined : signedAnswerKey(t.from, t.format), t.to), changed);
   // Release statements are signed as the table changes and renewed by a timer, never on a heartbeat's path.
   const statements: ReleaseStatements = new ReleaseStatements(key.privateKey, Math.floor(config.signing.releaseTtlMs / 1000),
     createReleaseMetrics(ctx.registry, () => statements.size, key.certificate));
-  const tracks = new TrackTable((all) => statements.sync(all));
-  const renewal = setInterval(() => statements.renew(), statements.renewalPeriodMs);
+  const tracks = new TrackTable((all) => {
+    statements.sync(all);
+    changed();
+  });
+  const renewal = setInterval(() => {
+    if (statements.renew() > 0) changed();
+  }, statements.renewalPeriodMs);
   const requests = new GenerationRequests((run) => ctx.call('store-keeper', run), ctx.log);
   const metrics = createManifesterMetrics(ctx.registry, () => signed.size, () =>
     tracks.all().flatMap((t) => (t.rollout ? [{ artifact: t.key, percent: t.rollout.percent, state: t.rollout.state }] : [])));
@@ -89,6 +101,12 @@ await runActor(async (ctx) => {
   const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
   rollouts.start();
   const leak = plantedLeak(ctx.log);
+  /** An operator's change returns once every front-end answers from it (snapshot/publisher.ts). */
+  const settled = async <T>(change: Promise<T>): Promise<T> => {
+    const outcome = await change;
+    await snapshots.settled();
+    return outcome;
+  };
 
   return {
     heartbeats: async (batch, encoding) => {
@@ -104,17 +122,23 @@ await runActor(async (ctx) => {
       current: tracks.all().flatMap((t) => (t.rollout?.stable && t.rollout.stable.hash !== t.hash ? [t.hash, t.rollout.stable.hash] : [t.hash])),
       history: tracks.all().flatMap((t) => t.history),
     }),
-    storeEvent: (event) => view.apply(event),
+    // A removal is acknowledged once no front-end offers the file any more: the store-keeper waits for it before deleting.
+    storeEvent: (event) => {
+      view.apply(event);
+      return event.type === 'binary-removed' || event.type === 'transfer-removed' ? snapshots.settled() : undefined;
+    },
+    decisionSnapshot: (poller, known, encoding) => snapshots.poll(poller, known, encoding),
     signingCertificate: async () => key.certificate ?? null,
     listTracks: async () => admin.list(),
-    publishTrack: async (request) => admin.publish(request),
-    deleteTrack: async (artifact) => admin.remove(artifact),
-    setDefaultTrack: async (artifact) => admin.setDefault(artifact),
-    reloadTracks: async (artifact) => admin.reload(artifact),
-    controlRollout: async (command) => rollouts.command(command),
+    publishTrack: async (request) => settled(admin.publish(request)),
+    deleteTrack: async (artifact) => settled(admin.remove(artifact)),
+    setDefaultTrack: async (artifact) => settled(admin.setDefault(artifact)),
+    reloadTracks: async (artifact) => settled(admin.reload(artifact)),
+    controlRollout: async (command) => settled(rollouts.command(command)),
     rolloutOf: async (artifact) => rollouts.view(artifact),
     drain: async () => {
       clearInterval(renewal);
+      snapshots.stop();
       offers?.flush();
       await rollouts.stop();
       await watcher.close();

@@ -1,17 +1,20 @@
+import type { TargetAnswers, TrackAnswers } from '../../messages/decision-snapshot.js';
 import type { AnswerEncoding, EncodedAnswer, HealthView, HeartbeatRequest, Manifest } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
-import { chooseFormat, type DeltaFormat } from '../../shared/delta-formats.js';
+import { chooseFormat, formatsOffered, type DeltaFormat } from '../../shared/delta-formats.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { encodeCoapManifest } from '../../shared/wire/cbor.js';
 import type { Logger } from '../../shared/logger.js';
 import { CountLru } from '../../shared/lru.js';
-import { decide } from './decide.js';
+import { decide } from '../../shared/decision/decide.js';
 import type { ManifesterMetrics } from './metrics.js';
 import { stableSequenceOf } from './release-sequence.js';
 import type { ReleaseStatements, StatementSlot } from './release-statements.js';
-import { routeDevice, type TargetRef } from './rollout/rollout.js';
-import { FULL, signedFrom, type SignedManifests } from './signer.js';
+import type { TargetRef } from './rollout/rollout.js';
+import { routeDevice } from '../../shared/decision/route.js';
+import { FULL, type SignedManifests } from './signer.js';
+import { signedAnswerKey } from '../../messages/decision-snapshot.js';
 import type { StoreView } from './store-view.js';
 import type { Track, TrackTable } from './tracks.js';
 
@@ -24,6 +27,9 @@ interface Target {
   /** The sequence of its release statement (release-sequence.ts). */
   readonly sequence: number;
 }
+
+/** What a snapshot entry costs a front-end's heap beside its key and body (map slot, object, header). */
+export const SNAPSHOT_ENTRY_BYTES = 96;
 
 /** How often the same oversize pair is logged at WARN. */
 const OVERSIZE_WARN_INTERVAL_MS = 10 * 60_000;
@@ -53,7 +59,7 @@ export class Manifester {
   /** Each answer with its current release statement: rebuilt only when the statement was renewed. */
   private readonly withRelease = new WeakMap<Manifest, { release: StatementSlot['release']; answer: Manifest }>();
 
-  /** The patch formats this server generates: bsdiff-node writes BSDIFF40 only. */
+  /** The patch formats this server generates. */
   private readonly offered: readonly DeltaFormat[];
 
   constructor(
@@ -68,7 +74,7 @@ export class Manifester {
     /** Told of each rollout target offered to a device not on it yet (rollout/offer-feed.ts). */
     private readonly offers?: { offered(deviceId: string, targetHash: string, fromHash: string): void },
   ) {
-    this.offered = config.store.deltaEngine === 'native' ? ['bsdiff40', 'bsdiff-lzma'] : ['bsdiff40'];
+    this.offered = formatsOffered(config.store.deltaEngine);
   }
 
   /** The answer of the decision table, with the release statement of the target it names. */
@@ -142,6 +148,39 @@ export class Manifester {
     return target;
   }
 
+  /**
+   * Every answer a front-end may give without asking (src/messages/decision-snapshot.ts): per
+   * track, toward its target and a rollout's stable target, the no-update answer and the
+   * signed answers this manifester holds, each with its release statement, encoded as `heartbeat`
+   * answers are. `bytes` is about what the encodings weigh.
+   */
+  snapshotTracks<E extends AnswerEncoding>(encoding: E): { tracks: Map<string, TrackAnswers<EncodedAnswer[E]>>; bytes: number } {
+    const signedBy = this.signed.byTarget();
+    let bytes = 0;
+    const weigh = (body: EncodedAnswer[E]): EncodedAnswer[E] => {
+      bytes += typeof body === 'string' ? body.length : (body as Uint8Array).byteLength;
+      return body;
+    };
+    const toward = (target: Target): TargetAnswers<EncodedAnswer[E]> => {
+      const signed = new Map<string, EncodedAnswer[E]>();
+      for (const [from, manifest] of signedBy.get(`${target.key}|${target.hash}`) ?? []) {
+        signed.set(from, weigh(this.encoded(this.released(manifest, target), encoding)));
+        bytes += from.length + SNAPSHOT_ENTRY_BYTES;
+      }
+      return { hash: target.hash, size: target.size, noUpdate: weigh(this.encoded(this.released(this.noUpdate(target), target), encoding)), signed };
+    };
+    const tracks = new Map<string, TrackAnswers<EncodedAnswer[E]>>();
+    for (const track of this.tracks.all()) {
+      const r = track.rollout;
+      const rollout = r && r.state !== 'complete'
+        ? { target: { hash: r.target.hash }, state: r.state, percent: r.percent, rollback: r.rollback, held: r.held, stable: r.stable ? toward(this.stableTarget(track, r.stable)) : null }
+        : null;
+      tracks.set(track.key, { target: toward(track), rollout });
+      bytes += track.key.length + SNAPSHOT_ENTRY_BYTES;
+    }
+    return { tracks, bytes };
+  }
+
   health(): HealthView {
     const artifacts: HealthView['artifacts'] = {};
     for (const t of this.tracks.all()) artifacts[t.key] = { version: t.version, hash: t.hash };
@@ -192,7 +231,7 @@ export class Manifester {
   }
 
   private signedDelta(track: Target, from: string, delta: TransferInfo, format: DeltaFormat): Manifest {
-    const key = signedFrom(from, format);
+    const key = signedAnswerKey(from, format);
     const cached = this.signed.get(track.key, key, track.hash);
     const manifest = cached ?? this.signed.sign(track.key, key, track.hash, {
       ...this.transferFields(track, delta),

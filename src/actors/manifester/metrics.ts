@@ -1,11 +1,8 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
+import { createDecisionCounters, type DecisionCounters } from '../../shared/decision/counters.js';
 
-export interface ManifesterMetrics {
-  served(mode: 'delta' | 'full'): void;
-  decided(row: number): void;
-  /** A heartbeat on a track with an unfinished rollout, by the target it was sent toward. */
-  routed(route: 'target' | 'stable' | 'stay'): void;
-}
+/** The decision counters (shared with the front-ends, which answer from snapshots). */
+export type ManifesterMetrics = DecisionCounters;
 
 /** What the rollout gauges read at each scrape. */
 export interface RolloutGaugeSource {
@@ -14,61 +11,14 @@ export interface RolloutGaugeSource {
 
 const ROLLOUT_STATES = ['running', 'paused', 'complete', 'aborted'] as const;
 
-/**
- * Counted in plain numbers on the heartbeat path and handed to prom-client only when
- * /metrics is scraped: a labelled inc() hashes and validates its labels every time, which
- * on the busiest path costs more than the decision it counts.
- */
 export function createManifesterMetrics(registry: Registry, cacheSize: () => number, rollouts: RolloutGaugeSource): ManifesterMetrics {
-  const servedCounts = { delta: 0, full: 0 };
-  const routeCounts = { target: 0, stable: 0, stay: 0 };
-  const flushedRoutes = { target: 0, stable: 0, stay: 0 };
-  const rowCounts = new Array<number>(8).fill(0);
-  const flushed = { delta: 0, full: 0, rows: new Array<number>(8).fill(0) };
-  new Counter({
-    name: 'updater_deltas_served_total',
-    help: 'Signed, actionable manifests served, by transfer mode',
-    labelNames: ['mode'],
-    registers: [registry],
-    collect() {
-      // Both modes are present from the start, so a dashboard sees zeros rather than nothing.
-      for (const mode of ['delta', 'full'] as const) {
-        this.inc({ mode }, servedCounts[mode] - flushed[mode]);
-        flushed[mode] = servedCounts[mode];
-      }
-    },
-  });
-  new Counter({
-    name: 'updater_manifest_decisions_total',
-    help: 'Heartbeats answered, by row of the decision table (decide.ts)',
-    labelNames: ['row'],
-    registers: [registry],
-    collect() {
-      for (let row = 1; row <= 7; row++) {
-        if (rowCounts[row] === flushed.rows[row]) continue;
-        this.inc({ row: String(row) }, rowCounts[row]! - flushed.rows[row]!);
-        flushed.rows[row] = rowCounts[row]!;
-      }
-    },
-  });
+  const counters = createDecisionCounters(registry);
   new Gauge({
     name: 'updater_signed_manifest_cache_entries',
     help: 'Entries held by the signed-manifest LRU (manifest.cache_size)',
     registers: [registry],
     collect() {
       this.set(cacheSize());
-    },
-  });
-  new Counter({
-    name: 'updater_rollout_answers_total',
-    help: 'Heartbeats on tracks with an unfinished rollout, by the target they were answered toward (stay: a replaced rollout\'s target, kept)',
-    labelNames: ['route'],
-    registers: [registry],
-    collect() {
-      for (const route of ['target', 'stable', 'stay'] as const) {
-        this.inc({ route }, routeCounts[route] - flushedRoutes[route]);
-        flushedRoutes[route] = routeCounts[route];
-      }
     },
   });
   new Gauge({
@@ -91,9 +41,5 @@ export function createManifesterMetrics(registry: Registry, cacheSize: () => num
       for (const r of rollouts()) for (const state of ROLLOUT_STATES) this.set({ artifact: r.artifact, state }, r.state === state ? 1 : 0);
     },
   });
-  return {
-    served: (mode) => servedCounts[mode]++,
-    decided: (row) => rowCounts[row]!++,
-    routed: (route) => routeCounts[route]++,
-  };
+  return counters;
 }

@@ -1,30 +1,44 @@
+import { transferKey } from '../../messages/decision-snapshot.js';
 import type { StoreEvent, StoreSnapshot, TransferInfo } from '../../messages/store.js';
 import type { DeltaFormat } from '../../shared/delta-formats.js';
-import type { StoreQuery } from './decide.js';
+import type { StoreQuery } from '../../shared/decision/decide.js';
 
 /**
  * The manifester's replica of the store index, fed by store-keeper events so a heartbeat
  * never waits on the store. Events are numbered: those that arrive while a snapshot is being
  * fetched are held, then applied only if newer than the snapshot.
  */
-export class StoreView implements StoreQuery {
+export class StoreView implements StoreQuery<TransferInfo> {
   private readonly binaries = new Map<string, number>();
   private readonly transfers = new Map<string, TransferInfo>();
   private seq = -1;
   private held: StoreEvent[] | undefined = [];
 
-  constructor(private readonly onRemoved: (transfer: TransferInfo) => void) {}
+  /** `changed` is told after every change of the index: the front-ends' snapshots carry it. */
+  constructor(private readonly onRemoved: (transfer: TransferInfo) => void, private readonly changed: () => void = () => undefined) {}
 
   binarySize(hash: string): number | undefined {
     return this.binaries.get(hash);
   }
 
   delta(from: string, to: string, format?: DeltaFormat): TransferInfo | undefined {
-    return this.transfers.get(deltaKey(from, to, format));
+    return this.transfers.get(transferKey('delta', to, from, format));
   }
 
   full(to: string): TransferInfo | undefined {
-    return this.transfers.get(`f:${to}`);
+    return this.transfers.get(transferKey('full', to));
+  }
+
+  /** The binaries by hash, with their sizes (a copy, for a snapshot). */
+  binarySizes(): Map<string, number> {
+    return new Map(this.binaries);
+  }
+
+  /** The finished transfers toward `targets`, by their key (for a snapshot: what it may answer). */
+  transfersToward(targets: ReadonlySet<string>): Map<string, TransferInfo> {
+    const toward = new Map<string, TransferInfo>();
+    for (const [key, t] of this.transfers) if (targets.has(t.to)) toward.set(key, t);
+    return toward;
   }
 
   /** Start of a resynchronization: hold events until the snapshot arrives. */
@@ -42,6 +56,7 @@ export class StoreView implements StoreQuery {
     const held = this.held ?? [];
     this.held = undefined;
     for (const event of held) this.apply(event);
+    this.changed();
   }
 
   apply(event: StoreEvent): void {
@@ -66,14 +81,11 @@ export class StoreView implements StoreQuery {
         this.onRemoved(event.transfer);
         break;
     }
+    this.changed();
   }
 }
 
-function keyOf(t: TransferInfo): string {
-  return t.kind === 'delta' ? deltaKey(t.from!, t.to, t.format) : `f:${t.to}`;
-}
-
 /** Each format of a pair is a transfer of its own; bsdiff40's key is the one it always had. */
-function deltaKey(from: string, to: string, format: DeltaFormat | undefined): string {
-  return format === undefined || format === 'bsdiff40' ? `d:${from}:${to}` : `d:${from}:${to}:${format}`;
+function keyOf(t: TransferInfo): string {
+  return transferKey(t.kind, t.to, t.from, t.format);
 }

@@ -30,8 +30,9 @@ export class TrackTable {
   private defaultKey: string | undefined;
 
   /**
-   * `changed` is told synchronously after every change of the table, before any heartbeat
-   * can read it: the release statements of what the table now serves are signed there.
+   * `changed` is told synchronously after every change of the table (its default too), before
+   * any heartbeat can read it: the release statements of what the table now serves are signed
+   * there, and the front-ends' snapshot is marked stale.
    */
   constructor(private readonly changed: (tracks: readonly Track[]) => void = () => undefined) {}
 
@@ -102,12 +103,14 @@ export class TrackTable {
 
   setDefault(key: string | undefined): void {
     if (key !== undefined && !this.tracks.has(key)) throw new UpdaterError('ARTIFACT_NOT_FOUND', `no track ${key}`);
+    if (this.defaultKey === key) return;
     this.defaultKey = key;
+    this.changed(this.all());
   }
 
   /** Infers the default when exactly one track exists and none was chosen. */
   inferDefault(): void {
-    if (this.defaultKey === undefined && this.tracks.size === 1) this.defaultKey = this.tracks.keys().next().value;
+    if (this.defaultKey === undefined && this.tracks.size === 1) this.setDefault(this.tracks.keys().next().value);
   }
 }
 

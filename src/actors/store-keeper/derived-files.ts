@@ -65,7 +65,7 @@ export class DerivedFiles {
     if (!isDeltaFormat(format)) throw new UpdaterError('INVALID_FIELD', 'format: not a patch format this server knows');
     const { binaries, config } = this.host;
     const existing = this.host.transfers.get(transferName('delta', to, from, format));
-    // An existing delta is always served, whatever the size cap says (row 3 of manifester/decide.ts).
+    // An existing delta is always served, whatever the size cap says (row 3 of src/shared/decision/decide.ts).
     if (existing) return existing;
     // In a cluster, another replica may have stored a binary this one has not indexed yet.
     if (this.host.cluster) for (const hash of [from, to]) await this.host.adoption.adoptBinary(hash).catch(() => undefined);

@@ -11,7 +11,7 @@ import type { ActorContext } from '../../runtime.js';
 import { answerBudget, ECHO_OPTION, type AddressProof } from '../datagrams/amplification.js';
 import { selectBlock, unprovenBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from '../datagrams/guard.js';
-import { manifesterBatcher } from '../../front-ends/heartbeat-batcher.js';
+import type { HeartbeatAnswers } from '../../front-ends/heartbeat-answers.js';
 import { createReportLog } from '../../front-ends/report-log.js';
 import { ReportLimiter, reportLimitCounter } from '../../../shared/report-limit.js';
 import { reportRecord, type FleetFeed } from '../../front-ends/fleet-feed.js';
@@ -38,6 +38,8 @@ export interface RouteDeps {
   proof: AddressProof;
   /** Device tokens (devices.auth): the Uri-Query `auth=` of every device request when on. */
   gate: DeviceGate;
+  /** Heartbeat answers as CBOR with the CoAP chunk fields: from the front-end's decision snapshot, or the manifester's. */
+  heartbeats: HeartbeatAnswers<Uint8Array>;
 }
 
 
@@ -52,9 +54,6 @@ interface Route {
 /** Returns the request handler; it resolves with the response code once the answer is sent. */
 export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: OutgoingMessage) => Promise<string> {
   const { ctx, metrics, transfers } = deps;
-  // Heartbeats that arrive together travel to the manifester in one message, answered as CBOR
-  // with the CoAP chunk fields (encodeCoapManifest).
-  const heartbeats = manifesterBatcher(ctx, 'cbor');
   const logReport = createReportLog(ctx.log, ctx.registry);
   const reportLimit = new ReportLimiter({ burst: ctx.config.fleet.reportBurst, perMinute: ctx.config.fleet.reportsPerMinute });
   const reportLimited = reportLimitCounter(ctx.registry, 'coap');
@@ -67,7 +66,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     return false;
   };
 
-  const { gate } = deps;
+  const { gate, heartbeats } = deps;
   const tokenOf = (req: IncomingMessage) => (gate.on ? queryToken(req) : undefined);
 
   const heartbeat: Handler = async (req, res) => {
@@ -76,7 +75,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     // Decoded and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
     gate.requireDevice(pass, heartbeat.deviceId);
-    const answer = await heartbeats.heartbeat(heartbeat);
+    const answer = await heartbeats.answer(heartbeat);
     const body = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
     if (!mayAnswer(req, res, body.length)) return '4.01';
     send(res, '2.05', body, { 'Content-Format': CONTENT_FORMAT_CBOR });

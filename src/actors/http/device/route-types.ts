@@ -1,5 +1,6 @@
 import type { HttpRequest, TemplatedApp } from 'uWebSockets.js';
 import type { FleetFeed } from '../../front-ends/fleet-feed.js';
+import type { HeartbeatAnswers } from '../../front-ends/heartbeat-answers.js';
 import type { DeviceGate } from '../../front-ends/device-gate.js';
 import type { TransferLocator } from '../../front-ends/transfer-locator.js';
 import type { ActorContext } from '../../runtime.js';
@@ -28,6 +29,8 @@ export interface RouteDeps {
   fleet: FleetFeed;
   /** Device tokens (devices.auth): checked on every device route when on. */
   gate: DeviceGate;
+  /** Heartbeat answers as JSON text: from the front-end's decision snapshot, or the manifester's. */
+  heartbeats: HeartbeatAnswers<string>;
   isDraining(): boolean;
 }
 

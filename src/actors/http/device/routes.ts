@@ -1,5 +1,4 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { manifesterBatcher } from '../../front-ends/heartbeat-batcher.js';
 import { createReportLog } from '../../front-ends/report-log.js';
 import { ReportLimiter, reportLimitCounter } from '../../../shared/report-limit.js';
 import { reportRecord } from '../../front-ends/fleet-feed.js';
@@ -46,13 +45,11 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   };
   const allowed = new Map<string, string[]>();
 
-  // Heartbeats that arrive together travel to the manifester in one message, answered as JSON text.
-  const heartbeats = manifesterBatcher(ctx, 'json');
   const logReport = createReportLog(ctx.log, ctx.registry);
   const reportLimit = new ReportLimiter({ burst: ctx.config.fleet.reportBurst, perMinute: ctx.config.fleet.reportsPerMinute });
   const reportLimited = reportLimitCounter(ctx.registry, 'http');
 
-  const { gate } = deps;
+  const { gate, heartbeats } = deps;
   /** The Authorization header of a device request, read before the first await (uWS forgets it after); '' with auth off. */
   const authorizationOf = (req: HttpRequest) => (gate.on ? req.getHeader('authorization') : '');
 
@@ -64,7 +61,7 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
     // Parsed and validated once: every later stage takes this one typed heartbeat.
     const heartbeat = validateHeartbeat(parseJson(body));
     gate.requireDevice(pass, heartbeat.deviceId);
-    send(ex, 200, await heartbeats.heartbeat(heartbeat));
+    send(ex, 200, await heartbeats.answer(heartbeat));
     // Only an answered heartbeat enters the inventory, and only once the device has its answer.
     deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
   });

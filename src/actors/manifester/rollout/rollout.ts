@@ -1,7 +1,6 @@
 import type { RolloutView } from '../../../messages/manifester.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import type { RolloutPlan } from '../../../shared/rollout-plan.js';
-import { inCohort } from './cohort.js';
 
 // The staged-rollout state machine (docs/rollouts.md). Pure: every function
 // takes the rollout and the time and returns the next rollout (the same object when nothing
@@ -134,16 +133,6 @@ export function judgeHealth(r: Rollout, counts: ReportCounts): Rollout {
 /** A new publish on the track replaces this rollout: it is aborted, without rollback. */
 export function replaced(r: Rollout): Rollout {
   return r.state === 'running' || r.state === 'paused' ? aborted(r, false) : r;
-}
-
-/** Which target a device is answered with: the rollout's target or the stable one. */
-export function routeDevice(r: Rollout, deviceId: string, versionHash: string): 'target' | 'stable' | 'stay' {
-  if (r.state === 'complete') return 'target';
-  if (versionHash === r.target.hash) return r.state === 'aborted' && r.rollback ? 'stable' : 'target';
-  if (r.state === 'running' && inCohort(deviceId, r.target.hash, r.percent)) return 'target';
-  // No downgrade for a device on the target of a rollout this one replaced (not rolled back).
-  if (r.held.includes(versionHash)) return 'stay';
-  return 'stable';
 }
 
 /** Whether devices are still being sent somewhere other than the target (the stable target matters). */

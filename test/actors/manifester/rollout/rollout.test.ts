@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap';
-import { inCohort } from '../../../../src/actors/manifester/rollout/cohort.js';
+import { inCohort } from '../../../../src/shared/decision/cohort.js';
+import { routeDevice } from '../../../../src/shared/decision/route.js';
 import {
-  advance, applyAction, judgeHealth, replaced, rolloutView, routeDevice, setPercent, startRollout, successorBasis,
+  advance, applyAction, judgeHealth, replaced, rolloutView, setPercent, startRollout, successorBasis,
   type Rollout, type TargetRef,
 } from '../../../../src/actors/manifester/rollout/rollout.js';
 import { parseRolloutPlan } from '../../../../src/shared/rollout-plan.js';

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import t from 'tap';
-import { cohortBucket, inCohort } from '../../../../src/actors/manifester/rollout/cohort.js';
-import { needs } from '../../../helpers/system-tools.js';
+import { cohortBucket, inCohort } from '../../../src/shared/decision/cohort.js';
+import { needs } from '../../helpers/system-tools.js';
 
 const T = '3f'.repeat(32);
 const ids = Array.from({ length: 400 }, (_, i) => (i % 7 === 0 ? `gerät-ü-${i}` : `dev-${i.toString().padStart(4, '0')}`));

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decide, type StoreQuery } from '../../../src/actors/manifester/decide.js';
+import { decide, type StoreQuery } from '../../../src/shared/decision/decide.js';
 import type { TransferInfo } from '../../../src/messages/store.js';
 
 const A = 'a'.repeat(64);
@@ -8,7 +8,7 @@ const T = 'f'.repeat(64);
 const target = { hash: T, size: 1000 };
 const delta: TransferInfo = { kind: 'delta', from: A, to: T, size: 10, hash: 'c'.repeat(64) };
 
-function store(binaries: Record<string, number>, deltas: TransferInfo[] = []): StoreQuery {
+function store(binaries: Record<string, number>, deltas: TransferInfo[] = []): StoreQuery<TransferInfo> {
   return {
     binarySize: (h) => binaries[h],
     delta: (from, to) => deltas.find((d) => d.from === from && d.to === to),

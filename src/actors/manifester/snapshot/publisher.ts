@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import type { DecisionSnapshot } from '../../../messages/decision-snapshot.js';
+import type { AnswerEncoding, EncodedAnswer } from '../../../messages/manifester.js';
+
+// Hands the front-ends the manifester's decision snapshot (src/messages/decision-snapshot.ts)
+// by long poll, the way the fleet hands them device trust: a front-end asks with the version
+// it holds and is answered at once when there is a newer one, else as soon as one is made
+// (or with null after POLL_HOLD_MS, and it asks again). Its next ask carries the version it
+// now holds, which is how the manifester knows what each front-end answers from: an
+// operator's change returns only once every front-end holds it (`settled`), so the next
+// heartbeat after a publish, a rollout command or an abort is answered by it.
+//
+//   change ─▶ changed(): dirty ─(PUBLISH_DELAY_MS, coalesced)─▶ new version ─▶ waiting polls answered
+//   front-end ─poll(known)─▶ ack of `known` ─▶ settled() waiters released once every front-end acked
+
+/** Changes that come together (a publish moves tracks, statements and signed answers) make one snapshot. */
+const PUBLISH_DELAY_MS = 2;
+/** A poll with nothing new is answered null after this, within the call's deadline (src/messages/manifester.ts). */
+export const POLL_HOLD_MS = 20_000;
+/** How long an operator's change waits for the front-ends to hold it before it returns anyway. */
+const SETTLE_MS = 1_000;
+/** A front-end that has not polled for this long (stopped, restarting) is not waited for. */
+const POLLER_FORGET_MS = 3 * POLL_HOLD_MS;
+
+type Build = <E extends AnswerEncoding>(version: string, encoding: E) => DecisionSnapshot<EncodedAnswer[E]>;
+
+interface Waiting {
+  readonly encoding: AnswerEncoding;
+  readonly resolve: (snapshot: DecisionSnapshot<unknown> | null) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+interface Settling {
+  readonly serial: number;
+  readonly done: () => void;
+}
+
+export class SnapshotPublisher {
+  /** Versions of another start of the manifester never equal this one's. */
+  private readonly epoch = randomBytes(6).toString('hex');
+  private serial = 0;
+  private dirty = true;
+  private built: { [E in AnswerEncoding]?: DecisionSnapshot<EncodedAnswer[E]> } = {};
+  private readonly waiting = new Set<Waiting>();
+  private readonly pollers = new Map<string, { serial: number; atMs: number }>();
+  private readonly settling = new Set<Settling>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  /** `settleMs` and `now` are for tests. */
+  constructor(private readonly build: Build, private readonly now: () => number = Date.now, private readonly settleMs = SETTLE_MS) {}
+
+  get version(): string {
+    return `${this.epoch}:${this.serial}`;
+  }
+
+  /** Something a snapshot carries changed: the next one is made within PUBLISH_DELAY_MS when a front-end waits. */
+  changed(): void {
+    this.dirty = true;
+    if (this.waiting.size > 0) this.timer ??= setTimeout(() => this.publish(), PUBLISH_DELAY_MS);
+  }
+
+  /** A front-end's ask: the snapshot when it differs from `known`, else the next one, or null after POLL_HOLD_MS. */
+  poll<E extends AnswerEncoding>(poller: string, known: string, encoding: E): Promise<DecisionSnapshot<EncodedAnswer[E]> | null> {
+    this.acknowledge(poller, known);
+    if (this.stopped) return Promise.resolve(null);
+    this.advance();
+    if (known !== this.version) return Promise.resolve(this.snapshot(encoding));
+    return new Promise((resolve) => {
+      const waiting: Waiting = {
+        encoding,
+        resolve: resolve as Waiting['resolve'],
+        timer: setTimeout(() => {
+          this.waiting.delete(waiting);
+          resolve(null);
+        }, POLL_HOLD_MS),
+      };
+      this.waiting.add(waiting);
+    });
+  }
+
+  /**
+   * Resolves once every front-end that polls holds a snapshot with every change made so far;
+   * after SETTLE_MS regardless (a front-end that is restarting asks again when it is back).
+   */
+  settled(): Promise<void> {
+    this.publish();
+    const serial = this.serial;
+    if (this.heldEverywhere(serial)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const settling: Settling = {
+        serial,
+        done: () => {
+          clearTimeout(timer);
+          this.settling.delete(settling);
+          resolve();
+        },
+      };
+      const timer = setTimeout(settling.done, this.settleMs);
+      this.settling.add(settling);
+    });
+  }
+
+  /** Answers every waiting poll (null) and every waiting change: the manifester is stopping. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    for (const w of this.waiting) {
+      clearTimeout(w.timer);
+      w.resolve(null);
+    }
+    this.waiting.clear();
+    for (const s of [...this.settling]) s.done();
+  }
+
+  private publish(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.dirty) return;
+    this.advance();
+    for (const w of this.waiting) {
+      clearTimeout(w.timer);
+      w.resolve(this.snapshot(w.encoding));
+    }
+    this.waiting.clear();
+  }
+
+  private advance(): void {
+    if (!this.dirty) return;
+    this.dirty = false;
+    this.serial++;
+    this.built = {};
+  }
+
+  private snapshot<E extends AnswerEncoding>(encoding: E): DecisionSnapshot<EncodedAnswer[E]> {
+    const built = this.built as { [K in AnswerEncoding]?: DecisionSnapshot<EncodedAnswer[K]> };
+    return (built[encoding] ??= this.build(this.version, encoding) as never) as DecisionSnapshot<EncodedAnswer[E]>;
+  }
+
+  private acknowledge(poller: string, known: string): void {
+    const at = known.lastIndexOf(':');
+    const serial = at > 0 && known.slice(0, at) === this.epoch ? Number(known.slice(at + 1)) : -1;
+    this.pollers.set(poller, { serial, atMs: this.now() });
+    for (const s of [...this.settling]) if (this.heldEverywhere(s.serial)) s.done();
+  }
+
+  private heldEverywhere(serial: number): boolean {
+    const since = this.now() - POLLER_FORGET_MS;
+    for (const p of this.pollers.values()) if (p.atMs >= since && p.serial < serial) return false;
+    return true;
+  }
+}

@@ -1,0 +1,139 @@
+import { Registry } from 'prom-client';
+import t, { type Test } from 'tap';
+import { DecisionReplica } from '../../../src/actors/front-ends/decision-replica.js';
+import { Manifester } from '../../../src/actors/manifester/manifester.js';
+import { ReleaseStatements } from '../../../src/actors/manifester/release-statements.js';
+import { applyAction, startRollout, successorBasis } from '../../../src/actors/manifester/rollout/rollout.js';
+import { SignedManifests } from '../../../src/actors/manifester/signer.js';
+import { buildSnapshot } from '../../../src/actors/manifester/snapshot/build.js';
+import { StoreView } from '../../../src/actors/manifester/store-view.js';
+import { TrackTable, type PublishedTarget } from '../../../src/actors/manifester/tracks.js';
+import type { AnswerEncoding, HeartbeatRequest } from '../../../src/messages/manifester.js';
+import type { TransferInfo } from '../../../src/messages/store.js';
+import type { Config } from '../../../src/shared/config/types.js';
+import { inCohort } from '../../../src/shared/decision/cohort.js';
+import { createDecisionCounters } from '../../../src/shared/decision/counters.js';
+import { formatsOffered } from '../../../src/shared/delta-formats.js';
+import type { Logger } from '../../../src/shared/logger.js';
+import { parseRolloutPlan } from '../../../src/shared/rollout-plan.js';
+
+// The front-ends answer from the manifester's snapshot with the manifester's own rules: for
+// every heartbeat the snapshot answers, the bytes are the manifester's, in both encodings;
+// and it leaves to the manifester exactly what needs it (an unknown track, an offer of a
+// rollout's target, a delta not made yet, a binary over the size cap), nothing more. Checked
+// over tracks with and without a rollout, the default track, both patch formats, a paused
+// rollout, a new publish and renewed release statements.
+
+const seed = new Uint8Array(32).fill(7);
+const [A, B, C, U] = ['a', 'b', 'c', 'e'].map((c) => c.repeat(64)) as [string, string, string, string];
+const SIZE = 1000;
+const CAP = 5000;
+const config = {
+  store: { deltaEngine: 'native', deltaMaxSourceBytes: CAP },
+  allowFullDownload: true,
+  manifest: { chunkSize: 256, retryAfterSeconds: 5 },
+} as unknown as Config;
+const log = { warn: () => undefined, info: () => undefined, debug: () => undefined, error: () => undefined } as unknown as Logger;
+
+function world() {
+  let nowMs = 1_790_000_000_000;
+  const statements = new ReleaseStatements(seed, 3600, { signed: () => undefined }, () => nowMs);
+  const tracks = new TrackTable((all) => statements.sync(all));
+  const view = new StoreView(() => undefined);
+  const signed = new SignedManifests(seed, 1000);
+  const asked: string[] = [];
+  const manifester = new Manifester(config, log, tracks, view, signed, {
+    ensureDelta: (from, to, format) => asked.push(`delta ${from}>${to} ${format}`),
+    ensureFull: (hash) => asked.push(`full ${hash}`),
+  }, createDecisionCounters(new Registry()), statements, { offered: () => undefined });
+  const target = (key: string, hash: string, version: string, size = SIZE): PublishedTarget => ({ key, name: key, os: '', arch: '', version, hash, size, source: 'api', binary: `/srv/${key}` });
+  tracks.publish(target('app', A, '1'), 3);
+  tracks.publish(target('app', B, '2'), 3);
+  tracks.publish(target('big', C, '3', CAP + 1), 3);
+  const before = tracks.publish(target('roll', A, '1'), 3).track;
+  const plan = parseRolloutPlan({ steps: [50, 100], step_interval: '1h' });
+  tracks.publish({ ...target('roll', C, '3'), rollout: startRollout(plan, { hash: C, version: '3', size: SIZE }, successorBasis(before), nowMs) }, 3);
+  tracks.setDefault('app');
+  const delta = (from: string, to: string, format?: 'bsdiff-lzma'): TransferInfo => ({ kind: 'delta', from, to, size: 100, hash: `${from[0]}${to[0]}${format ?? ''}`.padEnd(64, '0'), ...(format ? { format } : {}) });
+  view.applySnapshot({
+    seq: 1,
+    binaries: [A, B, C].map((hash) => ({ hash, size: SIZE })) as never,
+    transfers: [delta(A, B), delta(A, B, 'bsdiff-lzma'), delta(A, C), { kind: 'full', to: B, size: 900, hash: 'f'.repeat(64) }, { kind: 'full', to: C, size: 900, hash: 'd'.repeat(64) }],
+  });
+  return { manifester, tracks, view, statements, asked, advance: (ms: number) => (nowMs += ms) };
+}
+
+type World = ReturnType<typeof world>;
+
+const DEVICES = Array.from({ length: 40 }, (_, i) => `dev-${i}`);
+const requests: HeartbeatRequest[] = DEVICES.flatMap((deviceId) => ['app', '', 'roll', 'big', 'nope'].flatMap((artifact) => [A, B, C, U].flatMap((versionHash) =>
+  [undefined, ['bsdiff-lzma', 'bsdiff40']].map((deltaFormats) => ({ deviceId, artifact, versionHash, ...(deltaFormats ? { deltaFormats } : {}) }) as HeartbeatRequest))));
+
+function manifesterAnswer<E extends AnswerEncoding>(w: World, request: HeartbeatRequest, encoding: E) {
+  try {
+    return w.manifester.encoded(w.manifester.heartbeat(request), encoding);
+  } catch {
+    return undefined; // an unknown track: the manifester refuses it
+  }
+}
+
+/** Why the manifester must answer this one itself, or null when the snapshot should. */
+function needsManifester(w: World, request: HeartbeatRequest): string | null {
+  if (request.artifact === 'nope') return 'unknown track';
+  const track = w.tracks.resolve(request.artifact)!;
+  const rollout = track.rollout;
+  if (rollout && rollout.state === 'running' && request.versionHash !== C && inCohort(request.deviceId, C, rollout.percent)) return 'offer';
+  const json = manifesterAnswer(w, request, 'json')!;
+  if (JSON.parse(json).retry_after !== undefined) return 'file not made yet';
+  // C is over the cap, and only A→C in bsdiff40 exists (an existing delta is served whatever its size).
+  if (request.artifact === 'big' && (request.versionHash === B || (request.versionHash === A && request.deltaFormats))) return 'over the size cap';
+  return null;
+}
+
+function compareAll(t: Test, w: World, what: string): void {
+  for (const encoding of ['json', 'cbor'] as const) {
+    for (const r of requests) manifesterAnswer(w, r, encoding); // the manifester signs what it answers, as on a heartbeat
+    const replica = new DecisionReplica({ offered: formatsOffered('native'), capBytes: CAP, allowFullDownload: true }, createDecisionCounters(new Registry()));
+    replica.apply(buildSnapshot('v', encoding, w));
+    let answered = 0;
+    const wrong: string[] = [];
+    for (const r of requests) {
+      const own = replica.answer(r);
+      const reason = needsManifester(w, r);
+      if (own === undefined) {
+        if (reason === null) wrong.push(`left to the manifester without cause: ${JSON.stringify(r)}`);
+        continue;
+      }
+      answered++;
+      if (reason !== null) wrong.push(`answered although it needs the manifester (${reason}): ${JSON.stringify(r)}`);
+      const theirs = manifesterAnswer(w, r, encoding);
+      const same = encoding === 'json' ? own === theirs : Buffer.from(own as Uint8Array).equals(Buffer.from(theirs as Uint8Array));
+      if (!same) wrong.push(`answers differ for ${JSON.stringify(r)}`);
+    }
+    t.same(wrong.slice(0, 5), [], `${what}, ${encoding}: the snapshot answers as the manifester does, and only where it may`);
+    t.ok(answered > requests.length / 3, `${what}, ${encoding}: ${answered} of ${requests.length} answered from the snapshot`);
+  }
+}
+
+t.test('the snapshot answers byte for byte as the manifester, and leaves it exactly what needs it', async (t) => {
+  const w = world();
+  compareAll(t, w, 'as published');
+  t.ok(w.asked.length > 0, 'the manifester asked for the files it lacked');
+
+  const roll = w.tracks.get('roll')!;
+  w.tracks.restore({ ...roll, rollout: applyAction(roll.rollout!, 'pause', false, 0) });
+  compareAll(t, w, 'rollout paused');
+
+  w.tracks.publish({ key: 'app', name: 'app', os: '', arch: '', version: '3', hash: C, size: SIZE, source: 'api', binary: '/srv/app' }, 3);
+  compareAll(t, w, 'a new target on the default track');
+
+  w.advance(3600_000);
+  t.ok(w.statements.renew() > 0, 'statements renewed');
+  compareAll(t, w, 'renewed release statements');
+});
+
+t.test('an empty snapshot answers nothing: every heartbeat goes to the manifester', async (t) => {
+  const replica = new DecisionReplica({ offered: formatsOffered('native'), capBytes: 0, allowFullDownload: false }, createDecisionCounters(new Registry()));
+  t.equal(replica.answer(requests[0]!), undefined, 'before the first snapshot');
+  t.equal(replica.version, '');
+});
