@@ -9,7 +9,7 @@ const heap = (used: number): HeapFigures => ({ used, total: used + 4 * MB, exter
 /** A plateau of `seconds` samples: RSS breathing around 250 MB, the manifester's heap growing by `leakPerSecond`. */
 function plateau(seconds: number, leakPerSecond: number, rssLeakPerSecond = 0): Scrape[] {
   return Array.from({ length: seconds }, (_, i) => ({
-    at: 100 + i, rss: 250 * MB + (i % 7) * MB + i * rssLeakPerSecond, targetCache: 0, hotCache: 0, signedManifests: 0, coapDedup: 0, diffsInFlight: 0, diffThreads: 0, fleetBuffer: 0,
+    at: 100 + i, rss: 250 * MB + (i % 7) * MB + i * rssLeakPerSecond, targetCache: 0, hotCache: 0, signedManifests: 0, decisionSnapshots: 0, coapDedup: 0, diffsInFlight: 0, diffThreads: 0, fleetBuffer: 0,
     heap: { http: heap(12 * MB + (i % 5) * MB), manifester: heap(10 * MB + (i % 5) * MB + i * leakPerSecond) },
     blockedSeconds: { http: i * 0.01, manifester: i * 0.02 }, busySeconds: { http: i * 0.2, manifester: i * 0.1 },
     serverHeartbeat: { http: new Map(), coap: new Map() },

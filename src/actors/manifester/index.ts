@@ -21,6 +21,7 @@ import type { ClusterSync } from './cluster/cluster-sync.js';
 import { plantedLeak } from './test-leak.js';
 import { buildSnapshot } from './snapshot/build.js';
 import { SnapshotPublisher } from './snapshot/publisher.js';
+import { snapshotDeliveryHistogram } from './snapshot/metrics.js';
 
 /** How often rollouts are checked: health counts, then steps that are due. */
 const ROLLOUT_TICK_MS = 1000;
@@ -30,7 +31,7 @@ await runActor(async (ctx) => {
   const key = await loadSigningKey(config, ctx.log);
   // The front-ends answer the steady state from a snapshot of what follows (snapshot/): every
   // part of it says when it changed.
-  const snapshots = new SnapshotPublisher((version, encoding) => buildSnapshot(version, encoding, { manifester, tracks, view }));
+  const snapshots = new SnapshotPublisher((version, encoding) => buildSnapshot(version, encoding, { manifester, tracks, view }), snapshotDeliveryHistogram(ctx.registry));
   const changed = () => snapshots.changed();
   const signed = new SignedManifests(key.privateKey, config.manifest.cacheSize, changed);
   const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from === undefined ? undefined : signedAnswerKey(t.from, t.format), t.to), changed);

@@ -24,6 +24,12 @@ const POLLER_FORGET_MS = 3 * POLL_HOLD_MS;
 
 type Build = <E extends AnswerEncoding>(version: string, encoding: E) => DecisionSnapshot<EncodedAnswer[E]>;
 
+/** Told, per change, how long it took from the change until every front-end held it (seconds). */
+export type DeliveryObserver = (seconds: number) => void;
+
+/** Versions not yet held everywhere whose delivery time is still to be observed; older ones are dropped. */
+const MAX_UNDELIVERED = 64;
+
 interface Waiting {
   readonly encoding: AnswerEncoding;
   readonly resolve: (snapshot: DecisionSnapshot<unknown> | null) => void;
@@ -46,9 +52,19 @@ export class SnapshotPublisher {
   private readonly settling = new Set<Settling>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** When the first change not yet in a version was made. */
+  private dirtySinceMs: number;
+  private readonly undelivered: { readonly serial: number; readonly sinceMs: number }[] = [];
 
   /** `settleMs` and `now` are for tests. */
-  constructor(private readonly build: Build, private readonly now: () => number = Date.now, private readonly settleMs = SETTLE_MS) {}
+  constructor(
+    private readonly build: Build,
+    private readonly delivered: DeliveryObserver = () => undefined,
+    private readonly now: () => number = Date.now,
+    private readonly settleMs = SETTLE_MS,
+  ) {
+    this.dirtySinceMs = now();
+  }
 
   get version(): string {
     return `${this.epoch}:${this.serial}`;
@@ -56,6 +72,7 @@ export class SnapshotPublisher {
 
   /** Something a snapshot carries changed: the next one is made within PUBLISH_DELAY_MS when a front-end waits. */
   changed(): void {
+    if (!this.dirty) this.dirtySinceMs = this.now();
     this.dirty = true;
     if (this.waiting.size > 0) this.timer ??= setTimeout(() => this.publish(), PUBLISH_DELAY_MS);
   }
@@ -130,6 +147,8 @@ export class SnapshotPublisher {
     this.dirty = false;
     this.serial++;
     this.built = {};
+    if (this.undelivered.length >= MAX_UNDELIVERED) this.undelivered.shift();
+    this.undelivered.push({ serial: this.serial, sinceMs: this.dirtySinceMs });
   }
 
   private snapshot<E extends AnswerEncoding>(encoding: E): DecisionSnapshot<EncodedAnswer[E]> {
@@ -142,6 +161,9 @@ export class SnapshotPublisher {
     const serial = at > 0 && known.slice(0, at) === this.epoch ? Number(known.slice(at + 1)) : -1;
     this.pollers.set(poller, { serial, atMs: this.now() });
     for (const s of [...this.settling]) if (this.heldEverywhere(s.serial)) s.done();
+    while (this.undelivered.length > 0 && this.heldEverywhere(this.undelivered[0]!.serial)) {
+      this.delivered((this.now() - this.undelivered.shift()!.sinceMs) / 1000);
+    }
   }
 
   private heldEverywhere(serial: number): boolean {

@@ -11,9 +11,10 @@ function publisher(settleMs = 60_000) {
   const p = new SnapshotPublisher((version, encoding) => {
     builds++;
     return { version, defaultTrack: encoding, tracks: new Map(), binaries: new Map(), transfers: new Map(), bytes: 0 } as DecisionSnapshot<never>;
-  }, () => nowMs, settleMs);
+  }, (seconds) => deliveries.push(seconds), () => nowMs, settleMs);
+  const deliveries: number[] = [];
   t.teardown(() => p.stop());
-  return { p, builds: () => builds, advance: (ms: number) => (nowMs += ms) };
+  return { p, builds: () => builds, deliveries, advance: (ms: number) => (nowMs += ms) };
 }
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -43,12 +44,14 @@ t.test('a version of another start of the manifester is never taken for the curr
 });
 
 t.test('settled waits until every polling front-end holds the change, not for front-ends gone quiet', async (t) => {
-  const { p, advance } = publisher();
+  const { p, advance, deliveries } = publisher();
   const a = (await p.poll('http', '', 'json'))!;
   const b = (await p.poll('coap', '', 'cbor'))!;
   void p.poll('http', a.version, 'json');
   void p.poll('coap', b.version, 'cbor');
+  deliveries.length = 0;
   p.changed();
+  advance(7);
   let settled = false;
   const done = p.settled().then(() => (settled = true));
   await turn();
@@ -59,6 +62,7 @@ t.test('settled waits until every polling front-end holds the change, not for fr
   void p.poll('coap', p.version, 'cbor');
   await done;
   t.ok(settled, 'once both hold it');
+  t.same(deliveries, [0.007], 'the change\'s delivery time is observed once, when the last front-end holds it');
 
   p.changed();
   advance(61_000);
