@@ -70,6 +70,17 @@ export interface DeviceView {
   /** Device identity (devices.auth); null for a device that never authenticated. Set by the fleet actor on every answer. */
   auth_state?: DeviceAuthState | null;
   public_key?: string | null;
+  /** What the device said of itself in its latest heartbeat that carried attributes; {} when none ever did. Set by the fleet actor on every answer. */
+  attributes?: Record<string, string>;
+  /** The operator's tags, sorted. Set by the fleet actor on every answer. */
+  tags?: string[];
+}
+
+/** A group (`GET /admin/groups/{name}`): a named filter and how many devices match it now. */
+export interface GroupView {
+  name: string;
+  filter: Record<string, unknown>;
+  devices: number;
 }
 
 export type DeviceAuthState = 'pending' | 'accepted' | 'rejected' | 'preauthorized';

@@ -1,4 +1,5 @@
-import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceView, type FleetReportView, type FleetSummary, type ReportView } from './admin-wire.js';
+import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceView, type FleetReportView, type FleetSummary, type GroupView, type ReportView } from './admin-wire.js';
+import type { TargetFilter } from '../shared/targeting/filter.js';
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
 import type { AuthOutcome, AuthRequest } from '../shared/device-identity/auth-request.js';
 import type { DeviceTrust } from '../shared/device-identity/token.js';
@@ -63,13 +64,21 @@ export interface PackedHeartbeats {
   readonly numbers: Float64Array;
 }
 
+/** The attributes a heartbeat carried (most carry none, so they travel beside the packed heartbeats, not in them). */
+export interface AttributesRecord {
+  readonly deviceId: string;
+  readonly attributes: Readonly<Record<string, string>>;
+}
+
 export interface FleetBatch {
   readonly heartbeats: PackedHeartbeats;
   readonly reports: readonly ReportRecord[];
+  /** Left out when no heartbeat of the batch carried attributes. */
+  readonly attributes?: readonly AttributesRecord[];
 }
 
 /** The admin API's inventory answers (defined in admin-wire.ts, which the console imports). */
-export type { DeviceAuthState, DeviceView, FleetReportView, FleetSummary, ReportView };
+export type { DeviceAuthState, DeviceView, FleetReportView, FleetSummary, GroupView, ReportView };
 export { DEVICE_AUTH_STATES };
 
 /** `GET /admin/devices`, already validated by the front-end. */
@@ -85,6 +94,15 @@ export interface DeviceQuery {
   readonly after?: string;
   /** Only devices in this enrollment state (identities that never sent a heartbeat included). */
   readonly authState?: DeviceAuthState;
+  /** Only members of this group (GROUP_NOT_FOUND when there is none). */
+  readonly group?: string;
+}
+
+/** `POST /admin/tags`, validated: at least one of add and remove. */
+export interface TagChange {
+  readonly filter: TargetFilter;
+  readonly add: readonly string[];
+  readonly remove: readonly string[];
 }
 
 export interface DevicePage {
@@ -150,6 +168,18 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   deleteDevice(deviceId: string): Promise<boolean>;
   /** Rejects or deletes the live pending enrollments the filter names; the ids, in id order. */
   settlePending(action: 'reject' | 'delete', filter: PendingFilter): Promise<string[]>;
+  /** Replaces the device's tags; null for a device the inventory does not hold. */
+  setTags(deviceId: string, tags: readonly string[]): Promise<DeviceView | null>;
+  /** Adds and removes tags on every device the filter matches; how many it matched. INVALID_FIELD when a device would pass MAX_TAGS. */
+  changeTags(change: TagChange): Promise<{ devices: number }>;
+  /** Creates or replaces a group. */
+  putGroup(name: string, filter: TargetFilter): Promise<GroupView>;
+  group(name: string): Promise<GroupView | null>;
+  groups(): Promise<GroupView[]>;
+  /** The names of every group (no counts): what a publish's group steps are checked against. */
+  groupNames(): Promise<string[]>;
+  /** Deletes it (the caller has checked that no live rollout names it); null when there was none. */
+  deleteGroup(name: string): Promise<GroupView | null>;
 }
 
 /** Which pending enrollments a bulk reject or delete takes (`POST /admin/devices/reject|delete`). */
@@ -188,4 +218,13 @@ export const FLEET_DEADLINES_MS = {
   preauthorize: 60_000,
   deleteDevice: 10_000,
   settlePending: 60_000,
+  setTags: 10_000,
+  /** A bulk change over the whole fleet. */
+  changeTags: 60_000,
+  putGroup: 10_000,
+  group: 10_000,
+  /** Counts the members of each group. */
+  groups: 30_000,
+  groupNames: 10_000,
+  deleteGroup: 10_000,
 } as const satisfies Deadlines<FleetApi>;

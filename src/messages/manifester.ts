@@ -124,6 +124,8 @@ export interface TrackAdminApi {
   controlRollout(command: RolloutCommand): Promise<RolloutView>;
   /** The rollout of a track; null when it has none or is not a track (any more). */
   rolloutOf(artifact: string): Promise<RolloutView | null>;
+  /** The group names that rollouts not complete or aborted name in their steps (a group they name cannot be deleted). */
+  groupsInUse(): Promise<string[]>;
 }
 
 export const MANIFESTER_DEADLINES_MS = {
@@ -144,4 +146,5 @@ export const MANIFESTER_DEADLINES_MS = {
   reloadTracks: 60 * 60_000,
   controlRollout: 10_000,
   rolloutOf: 10_000,
+  groupsInUse: 10_000,
 } as const satisfies Deadlines<ManifesterApi>;

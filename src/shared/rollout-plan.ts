@@ -60,3 +60,8 @@ export function parseRolloutPlan(value: unknown): RolloutPlan {
 
   return { steps: steps as number[], stepInterval, stepIntervalMs, maxFailureRate, minReports };
 }
+
+/** The group names a plan's steps name (a group a live rollout names cannot be deleted). */
+export function groupsOf(_plan: RolloutPlan): string[] {
+  return [];
+}

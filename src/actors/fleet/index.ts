@@ -2,7 +2,9 @@ import type { FleetApi } from '../../messages/fleet.js';
 import { runActor, type OwnApi } from '../runtime.js';
 import { FleetDatabase } from './database.js';
 import { startDeviceIdentity } from './identity/enrollment.js';
+import * as groups from './inventory/groups.js';
 import { createInventory } from './inventory/inventory.js';
+import * as targeting from './inventory/targeting.js';
 import { startOperators } from './operators/operators.js';
 import { createSchedule } from './schedule.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -47,16 +49,42 @@ await runActor(async (ctx) => {
   const identity = await startDeviceIdentity(ctx, () => database.db(), schedule.every, inventory.deviceWithReports, (events, tx) => webhooks.record(events, tx));
   const operators = await startOperators(ctx, database, schedule);
 
+  const viewDevice = async (id: string) => {
+    const found = await identity.device(id, () => inventory.deviceWithReports(id));
+    return found && (await targeting.withTargeting(database.db(), [found]))[0]!;
+  };
+
   return {
     ...inventory.api,
-    listDevices: (query) => identity.listDevices(query, () => inventory.listDevices(query)),
-    device: (id) => identity.device(id, () => inventory.deviceWithReports(id)),
+    async listDevices(query) {
+      const filter = query.group === undefined ? undefined : await groups.groupFilter(database.db(), query.group);
+      const page = await identity.listDevices(query, () => inventory.listDevices(query, filter));
+      return { ...page, devices: await targeting.withTargeting(database.db(), page.devices) };
+    },
+    device: viewDevice,
     ...identity.api,
     async deleteDevice(deviceId) {
       // What is buffered for the device is written first, so that the delete removes it too.
       await inventory.api.flush();
-      return identity.api.deleteDevice(deviceId);
+      const deleted = await identity.api.deleteDevice(deviceId);
+      await targeting.forgetTargeting(database.db(), [deviceId]);
+      return deleted;
     },
+    async setTags(deviceId, tags) {
+      // Buffered heartbeats first: a device seen a moment ago is in the inventory.
+      await inventory.api.flush();
+      if (!(await targeting.setTags(database.db(), deviceId, tags))) return null;
+      return viewDevice(deviceId);
+    },
+    async changeTags(change) {
+      await inventory.api.flush();
+      return targeting.changeTags(database.db(), change, Date.now());
+    },
+    putGroup: (name, filter) => groups.putGroup(database.db(), name, filter, Date.now()),
+    group: (name) => groups.group(database.db(), name, Date.now()),
+    groups: () => groups.groups(database.db(), Date.now()),
+    groupNames: () => groups.groupNames(database.db()),
+    deleteGroup: (name) => groups.deleteGroup(database.db(), name, Date.now()),
     ...operators.api,
     recordEvents: (events) => webhooks.record(events),
     webhookState: () => webhooks.state(),

@@ -113,6 +113,7 @@ await runActor(async (ctx) => {
     reloadTracks: async (artifact) => admin.reload(artifact),
     controlRollout: async (command) => rollouts.command(command),
     rolloutOf: async (artifact) => rollouts.view(artifact),
+    groupsInUse: async () => rollouts.groupsInUse(),
     drain: async () => {
       clearInterval(renewal);
       offers?.flush();
