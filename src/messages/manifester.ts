@@ -81,7 +81,7 @@ export type { RolloutView, TrackListing, TrackView };
 
 /** `POST /admin/rollout`: an action, or a percent set by the operator. */
 export type RolloutCommand =
-  | { readonly artifact: string; readonly action: 'pause' | 'resume' | 'abort' | 'complete'; readonly rollback: boolean }
+  | { readonly artifact: string; readonly action: 'pause' | 'resume' | 'abort' | 'complete' | 'advance'; readonly rollback: boolean }
   | { readonly artifact: string; readonly percent: number };
 
 /** `POST /admin/artifacts`: the fields of a configuration entry; `binary` is an absolute path. */

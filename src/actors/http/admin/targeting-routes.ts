@@ -2,6 +2,7 @@ import type { FleetApi, TagChange } from '../../../messages/fleet.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { isRecord, refuseUnknownFields } from '../../../shared/input.js';
 import type { Peer } from '../../../shared/rpc.js';
+import { groupsOf, type RolloutPlan } from '../../../shared/rollout-plan.js';
 import { parseFilter } from '../../../shared/targeting/filter.js';
 import { parseTagList, parseTargetName, refuse } from '../../../shared/targeting/names.js';
 import type { ActorContext } from '../../runtime.js';
@@ -36,6 +37,17 @@ export function parseTagChange(body: Buffer): TagChange {
   const both = add.find((tag) => remove.includes(tag));
   if (both !== undefined) refuse('remove', `names ${JSON.stringify(both)}, which add names too`);
   return { filter, add, remove };
+}
+
+/** A publish's group steps must name groups that exist (INVALID_ROLLOUT naming the step), so a typo does not hold a rollout at a step nobody is in. */
+export async function checkGroupSteps(ctx: ActorContext, plan: RolloutPlan | undefined): Promise<void> {
+  if (!plan || groupsOf(plan).length === 0) return;
+  const known = ctx.config.fleet.enabled ? await ctx.call('fleet', (f) => f.groupNames()) : [];
+  plan.steps.forEach((step, i) => {
+    if (typeof step === 'object' && !known.includes(step.group)) {
+      refuse(`rollout.steps[${i}].group`, `names ${JSON.stringify(step.group)}, which is not a group (PUT /admin/groups/{name} first)`, 'INVALID_ROLLOUT');
+    }
+  });
 }
 
 export function registerTargetingRoutes(route: AdminRoute, ctx: ActorContext): void {
