@@ -1,6 +1,7 @@
 import { parseTrackKey, trackKey } from '../src/shared/artifact-key.js';
 import { DELTA_FORMATS, type DeltaFormat } from '../src/shared/delta-formats.js';
 import { LOG_LEVELS } from '../src/shared/logger.js';
+import { attributesJson, parseAttributes } from '../src/shared/targeting/attributes.js';
 import {
   bytesIn, durationMs, int, leaf, oneOf, Problem, readRequiredText, readText, requiredText, resolvedAgainst, section,
 } from '../src/shared/config/schema-kit.js';
@@ -91,6 +92,17 @@ export function agentSchema(base: string) {
       if (!Array.isArray(value) || value.length === 0) throw new Problem(`must be a non-empty list of ${DELTA_FORMATS.join(', ')}`);
       for (const name of value) if (!(DELTA_FORMATS as readonly unknown[]).includes(name)) throw new Problem(`names ${JSON.stringify(name)}; the agent applies ${DELTA_FORMATS.join(', ')}`);
       return [...new Set(value as DeltaFormat[])];
+    }),
+    attributes: leaf('attributes', {
+      default: '(none: the server keeps what it has)',
+      meaning: 'what the device says of itself, sent with every heartbeat: at most 32 `name: text` entries, names of `[A-Za-z0-9_.-]` (1–64), text at most 128 characters; `tz` names the zone of a window in device time (docs/rollouts.md)',
+    }, (value): Record<string, string> | undefined => {
+      if (value === undefined || value === null) return undefined;
+      try {
+        return attributesJson(parseAttributes(value));
+      } catch (err) {
+        throw new Problem((err as Error).message.replace(/^attributes(?:\.(\S+))? /, (_, key?: string) => (key ? `entry ${key} ` : '')));
+      }
     }),
     logLevel: oneOf('log_level', LOG_LEVELS, { default: 'info', meaning: 'trace, debug, info, warn, error' }),
     healthCheckTries: int('health_check_tries', { default: 3, min: 1, max: 10, meaning: 'boot-phase health-check heartbeats before a rollback (spec: up to 3)' }),

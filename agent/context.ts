@@ -41,6 +41,7 @@ export async function heartbeatBody(ctx: AgentContext, versionHash: string, vers
     timestamp: nowSeconds(),
     version,
     ...(ctx.config.artifact ? { artifact: ctx.config.artifact } : {}),
+    ...(ctx.config.attributes !== undefined ? { attributes: ctx.config.attributes } : {}),
     // Left out when only bsdiff40 is asked for: the heartbeat of an agent before patch formats.
     ...(ctx.config.deltaFormats.some((f) => f !== 'bsdiff40') ? { delta_formats: ctx.config.deltaFormats } : {}),
   };

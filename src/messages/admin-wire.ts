@@ -30,12 +30,18 @@ export interface RolloutView {
   /** The last target of the track that reached 100 %; null when none did yet. */
   stable_hash: string | null;
   percent: number;
-  steps: number[];
-  /** Echoed as given. */
+  /** As given: percents and `{"group":"NAME"}` steps. */
+  steps: (number | { group: string })[];
+  /** The index in `steps` of the step reached. */
+  step: number;
+  /** Echoed as given (a duration, or "manual"). */
   step_interval: string;
+  /** Unix seconds; null when none was given. */
+  start_at: number | null;
+  window: { days: string[]; start: string; end: string; tz: string } | null;
   max_failure_rate: number;
   min_reports: number;
-  state: 'running' | 'paused' | 'complete' | 'aborted';
+  state: 'scheduled' | 'running' | 'paused' | 'complete' | 'aborted';
   paused_reason: 'failure_rate' | 'operator' | null;
   /** Aborted with rollback: devices on the target are offered the stable target. */
   rollback: boolean;
@@ -43,6 +49,7 @@ export interface RolloutView {
   reports: { success: number; failure: number };
   /** Unix seconds. */
   started_at: number;
+  /** Running: when the timer steps next (a due step waits for the window to open; null for manual steps); scheduled: when it starts. */
   next_step_at: number | null;
 }
 
@@ -70,6 +77,17 @@ export interface DeviceView {
   /** Device identity (devices.auth); null for a device that never authenticated. Set by the fleet actor on every answer. */
   auth_state?: DeviceAuthState | null;
   public_key?: string | null;
+  /** What the device said of itself in its latest heartbeat that carried attributes; {} when none ever did. Set by the fleet actor on every answer. */
+  attributes?: Record<string, string>;
+  /** The operator's tags, sorted. Set by the fleet actor on every answer. */
+  tags?: string[];
+}
+
+/** A group (`GET /admin/groups/{name}`): a named filter and how many devices match it now. */
+export interface GroupView {
+  name: string;
+  filter: Record<string, unknown>;
+  devices: number;
 }
 
 export type DeviceAuthState = 'pending' | 'accepted' | 'rejected' | 'preauthorized';

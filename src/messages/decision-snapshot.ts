@@ -1,4 +1,5 @@
 import type { RoutingFacts } from '../shared/decision/route.js';
+import type { ManifestWire } from '../shared/wire/keys.js';
 import type { TransferInfo } from './store.js';
 
 // What the manifester publishes to each front-end so that the front-end answers the steady
@@ -15,6 +16,8 @@ export interface TargetAnswers<T> {
   readonly size: number;
   /** `update_available: false` toward this target, with its release statement (rows 2 and 7). */
   readonly noUpdate: T;
+  /** The same answer as fields: a device outside its rollout's window gets it with its own `retry_after`. */
+  readonly noUpdateFields: ManifestWire;
   /**
    * The signed answers the manifester has made and still holds, with their release statement:
    * a delta's by `signedAnswerKey(from, format)`, the full download's by FULL_ANSWER.

@@ -1,4 +1,6 @@
-import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceView, type FleetReportView, type FleetSummary, type ReportView } from './admin-wire.js';
+import type { TargetingIndex } from './targeting-index.js';
+import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceView, type FleetReportView, type FleetSummary, type GroupView, type ReportView } from './admin-wire.js';
+import type { TargetFilter } from '../shared/targeting/filter.js';
 import { CONTROL_DEADLINES_MS, type Deadlines, type ControlApi } from './lifecycle.js';
 import type { AuthOutcome, AuthRequest } from '../shared/device-identity/auth-request.js';
 import type { DeviceTrust } from '../shared/device-identity/token.js';
@@ -63,13 +65,21 @@ export interface PackedHeartbeats {
   readonly numbers: Float64Array;
 }
 
+/** The attributes a heartbeat carried (most carry none, so they travel beside the packed heartbeats, not in them). */
+export interface AttributesRecord {
+  readonly deviceId: string;
+  readonly attributes: Readonly<Record<string, string>>;
+}
+
 export interface FleetBatch {
   readonly heartbeats: PackedHeartbeats;
   readonly reports: readonly ReportRecord[];
+  /** Left out when no heartbeat of the batch carried attributes. */
+  readonly attributes?: readonly AttributesRecord[];
 }
 
 /** The admin API's inventory answers (defined in admin-wire.ts, which the console imports). */
-export type { DeviceAuthState, DeviceView, FleetReportView, FleetSummary, ReportView };
+export type { DeviceAuthState, DeviceView, FleetReportView, FleetSummary, GroupView, ReportView };
 export { DEVICE_AUTH_STATES };
 
 /** `GET /admin/devices`, already validated by the front-end. */
@@ -85,6 +95,15 @@ export interface DeviceQuery {
   readonly after?: string;
   /** Only devices in this enrollment state (identities that never sent a heartbeat included). */
   readonly authState?: DeviceAuthState;
+  /** Only members of this group (GROUP_NOT_FOUND when there is none). */
+  readonly group?: string;
+}
+
+/** `POST /admin/tags`, validated: at least one of add and remove. */
+export interface TagChange {
+  readonly filter: TargetFilter;
+  readonly add: readonly string[];
+  readonly remove: readonly string[];
 }
 
 export interface DevicePage {
@@ -143,6 +162,12 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   authenticate(request: AuthRequest): Promise<AuthOutcome>;
   /** The token key and revocations; waits (up to 20 s) while `knownVersion` is still current. */
   deviceTrust(knownVersion: string): Promise<DeviceTrust>;
+  /**
+   * The targeting index by long poll (src/messages/targeting-index.ts): answered at once when
+   * the fleet's differs from `known`, else when it changes, or null after 20 s; `known` is also
+   * the asking front-end's acknowledgement of what it holds (src/shared/long-poll.ts).
+   */
+  targetingIndex(poller: string, known: string): Promise<TargetingIndex | null>;
   /** Operator accept or reject; any id can be rejected, accept is DEVICE_NOT_FOUND for an id with no identity. */
   setDeviceState(deviceId: string, action: 'accept' | 'reject'): Promise<DeviceView>;
   preauthorize(devices: readonly PreauthorizedDevice[]): Promise<{ added: number; device_ids: string[] }>;
@@ -150,6 +175,18 @@ export interface FleetApi extends ControlApi, OperatorsApi {
   deleteDevice(deviceId: string): Promise<boolean>;
   /** Rejects or deletes the live pending enrollments the filter names; the ids, in id order. */
   settlePending(action: 'reject' | 'delete', filter: PendingFilter): Promise<string[]>;
+  /** Replaces the device's tags; null for a device the inventory does not hold. */
+  setTags(deviceId: string, tags: readonly string[]): Promise<DeviceView | null>;
+  /** Adds and removes tags on every device the filter matches; how many it matched. INVALID_FIELD when a device would pass MAX_TAGS. */
+  changeTags(change: TagChange): Promise<{ devices: number }>;
+  /** Creates or replaces a group. */
+  putGroup(name: string, filter: TargetFilter): Promise<GroupView>;
+  group(name: string): Promise<GroupView | null>;
+  groups(): Promise<GroupView[]>;
+  /** The names of every group (no counts): what a publish's group steps are checked against. */
+  groupNames(): Promise<string[]>;
+  /** Deletes it (the caller has checked that no live rollout names it); null when there was none. */
+  deleteGroup(name: string): Promise<GroupView | null>;
 }
 
 /** Which pending enrollments a bulk reject or delete takes (`POST /admin/devices/reject|delete`). */
@@ -184,8 +221,18 @@ export const FLEET_DEADLINES_MS = {
   authenticate: 10_000,
   /** Answers within 20 s by itself (a long poll). */
   deviceTrust: 30_000,
+  targetingIndex: 30_000,
   setDeviceState: 10_000,
   preauthorize: 60_000,
   deleteDevice: 10_000,
   settlePending: 60_000,
+  setTags: 10_000,
+  /** A bulk change over the whole fleet. */
+  changeTags: 60_000,
+  putGroup: 10_000,
+  group: 10_000,
+  /** Counts the members of each group. */
+  groups: 30_000,
+  groupNames: 10_000,
+  deleteGroup: 10_000,
 } as const satisfies Deadlines<FleetApi>;

@@ -21,6 +21,8 @@ export interface HeartbeatBatch {
   readonly artifacts: readonly string[];
   /** Each heartbeat's delta_formats joined by commas ('' when it named none): one string, not an array per heartbeat. */
   readonly formats?: readonly string[];
+  /** Each heartbeat's rollout route as the front-end took it ('' when it took none; src/shared/decision/route.ts). */
+  readonly routes?: readonly string[];
 }
 
 /** How a front-end wants its answers: the JSON body (HTTP), or CBOR with the CoAP chunk fields (CoAP). */
@@ -89,7 +91,7 @@ export type { RolloutView, TrackListing, TrackView };
 
 /** `POST /admin/rollout`: an action, or a percent set by the operator. */
 export type RolloutCommand =
-  | { readonly artifact: string; readonly action: 'pause' | 'resume' | 'abort' | 'complete'; readonly rollback: boolean }
+  | { readonly artifact: string; readonly action: 'pause' | 'resume' | 'abort' | 'complete' | 'advance'; readonly rollback: boolean }
   | { readonly artifact: string; readonly percent: number };
 
 /** `POST /admin/artifacts`: the fields of a configuration entry; `binary` is an absolute path. */
@@ -132,6 +134,8 @@ export interface TrackAdminApi {
   controlRollout(command: RolloutCommand): Promise<RolloutView>;
   /** The rollout of a track; null when it has none or is not a track (any more). */
   rolloutOf(artifact: string): Promise<RolloutView | null>;
+  /** The group names that rollouts not complete or aborted name in their steps (a group they name cannot be deleted). */
+  groupsInUse(): Promise<string[]>;
 }
 
 export const MANIFESTER_DEADLINES_MS = {
@@ -154,4 +158,5 @@ export const MANIFESTER_DEADLINES_MS = {
   reloadTracks: 60 * 60_000,
   controlRollout: 10_000,
   rolloutOf: 10_000,
+  groupsInUse: 10_000,
 } as const satisfies Deadlines<ManifesterApi>;

@@ -18,7 +18,7 @@ export function isRole(value: unknown): value is Role {
 export const ROLE_MEANING: Readonly<Record<Role, string>> = {
   read: 'every `GET` under `/admin` but `/admin/tokens`',
   publish: 'read, plus uploads, publishing and reloading tracks',
-  operate: 'read, plus rollout control, device enrollment decisions and retention sweeps',
+  operate: 'read, plus rollout control, device enrollment decisions, tags and groups, and retention sweeps',
   admin: 'everything, tokens included (the configured `admin.token` is this role)',
 };
 
@@ -59,6 +59,12 @@ export const ADMIN_ROUTE_ROLES: readonly RouteRole[] = [
   { method: 'POST', path: '/admin/devices/reject', role: 'operate' },
   { method: 'POST', path: '/admin/devices/delete', role: 'operate' },
   { method: 'DELETE', path: '/admin/devices/:id', role: 'operate' },
+  { method: 'PUT', path: '/admin/devices/:id/tags', role: 'operate' },
+  { method: 'POST', path: '/admin/tags', role: 'operate' },
+  { method: 'GET', path: '/admin/groups', role: 'read' },
+  { method: 'GET', path: '/admin/groups/:name', role: 'read' },
+  { method: 'PUT', path: '/admin/groups/:name', role: 'operate' },
+  { method: 'DELETE', path: '/admin/groups/:name', role: 'operate' },
 ];
 
 /** Whether a token of `role` may call a route that needs `needed`. */

@@ -54,6 +54,10 @@ export const ERRORS = {
   DEVICE_NOT_FOUND: { http: 404, coap: '4.04', message: 'no device with that id is in the inventory' },
   FLEET_DISABLED: { http: 404, coap: '4.04', message: 'the fleet inventory is turned off (fleet.enabled: false)' },
   DATABASE_UNREACHABLE: { http: 503, coap: '5.03', message: 'the database cannot be reached (the fleet inventory; in a cluster, every admin write)' },
+  // Targeting (docs/rollouts.md, "Targeting").
+  GROUP_NOT_FOUND: { http: 404, coap: '4.04', message: 'no group with that name' },
+  GROUP_IN_USE: { http: 409, coap: '4.09', message: 'a rollout that is not complete or aborted names the group' },
+  TOO_MANY_GROUPS: { http: 409, coap: '4.09', message: 'the number of groups is at its cap' },
   // Operator tokens and roles (docs/operations.md).
   FORBIDDEN: { http: 403, coap: '4.03', message: 'the token is valid but its role does not allow this call' },
   TOKEN_NOT_FOUND: { http: 404, coap: '4.04', message: 'no operator token with that id' },

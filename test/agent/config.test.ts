@@ -19,6 +19,9 @@ t.test('a minimal configuration gets the documented defaults', async (t) => {
   t.ok(Object.isFrozen(config));
   t.equal(validateAgentConfig({ ...minimal, slot_dir: 'slots' }, '/etc/updater/agent.yaml').slotDir, '/etc/updater/slots',
     'a relative slot_dir is relative to the configuration file');
+  t.equal(config.attributes, undefined, 'no attributes: the heartbeat carries none, so the server keeps what it has');
+  t.same(validateAgentConfig({ ...minimal, attributes: { tz: 'Europe/Berlin', hw: 'B' } }, '/etc/updater/agent.yaml').attributes, { hw: 'B', tz: 'Europe/Berlin' });
+  t.same(validateAgentConfig({ ...minimal, attributes: {} }, '/etc/updater/agent.yaml').attributes, {}, 'an empty map is sent, and clears the stored set');
 });
 
 t.test('every configuration error names its key', async (t) => {
@@ -41,6 +44,11 @@ t.test('every configuration error names its key', async (t) => {
     [{ ...minimal, retry_base: '1m', retry_max: '10s' }, 'retry_max'],
     [{ ...minimal, log_level: 'loud' }, 'log_level'],
     [{ ...minimal, intervall: '5m' }, 'intervall'],
+    [{ ...minimal, attributes: ['hw', 'B'] }, 'attributes'],
+    [{ ...minimal, attributes: { 'hw rev': 'B' } }, 'attributes'],
+    [{ ...minimal, attributes: { hw: 'x'.repeat(129) } }, 'attributes'],
+    [{ ...minimal, attributes: { hw: 2 } }, 'attributes'],
+    [{ ...minimal, attributes: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v'])) }, 'attributes'],
   ];
   for (const [doc, key] of cases) {
     let caught: unknown;

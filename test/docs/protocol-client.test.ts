@@ -67,7 +67,7 @@ t.test('a client written only from docs/protocol.md updates a device over HTTP a
     manifest: keyTable(doc, 'Manifest'),
     report: keyTable(doc, 'Report'),
   };
-  t.same([...keys.heartbeat.keys()].sort(), ['artifact', 'delta_formats', 'device_id', 'hw_info', 'timestamp', 'version', 'version_hash'], 'the heartbeat table names seven keys');
+  t.same([...keys.heartbeat.keys()].sort(), ['artifact', 'attributes', 'delta_formats', 'device_id', 'hw_info', 'timestamp', 'version', 'version_hash'], 'the heartbeat table names eight keys');
 
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());

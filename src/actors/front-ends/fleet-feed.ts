@@ -1,5 +1,5 @@
 import { Counter } from 'prom-client';
-import type { FleetBatch, ReportRecord } from '../../messages/fleet.js';
+import type { AttributesRecord, FleetBatch, ReportRecord } from '../../messages/fleet.js';
 import { HeartbeatPacker } from '../../messages/fleet-batch.js';
 import type { Heartbeat, UpdateReport } from '../../shared/wire/validate.js';
 import type { ActorContext } from '../runtime.js';
@@ -25,6 +25,8 @@ export function reportRecord(report: UpdateReport, receivedAtMs: number): Report
 export class FleetFeed {
   private readonly heartbeats = new HeartbeatPacker(MAX_BATCH);
   private reports: ReportRecord[] = [];
+  /** Beside the packed heartbeats: the few that carried attributes. */
+  private attributes: AttributesRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
   /** Records this front-end could not hand over (fleet actor away, or queue full). */
   lost = 0;
@@ -39,8 +41,12 @@ export class FleetFeed {
       this.lost++;
       return;
     }
-    if (this.heartbeats.add(heartbeat, transport, receivedAtMs)) this.schedule();
-    else this.lost++;
+    if (!this.heartbeats.add(heartbeat, transport, receivedAtMs)) {
+      this.lost++;
+      return;
+    }
+    if (heartbeat.attributes) this.attributes.push({ deviceId: heartbeat.deviceId, attributes: heartbeat.attributes });
+    this.schedule();
   }
 
   report(record: ReportRecord): void {
@@ -54,8 +60,9 @@ export class FleetFeed {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (this.heartbeats.count === 0 && this.reports.length === 0) return;
-    const batch: FleetBatch = { heartbeats: this.heartbeats.take(), reports: this.reports };
+    const batch: FleetBatch = { heartbeats: this.heartbeats.take(), reports: this.reports, ...(this.attributes.length > 0 ? { attributes: this.attributes } : {}) };
     this.reports = [];
+    this.attributes = [];
     const count = batch.heartbeats.count + batch.reports.length;
     try {
       Promise.resolve(this.send!(batch)).catch(() => (this.lost += count));

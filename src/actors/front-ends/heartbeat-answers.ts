@@ -5,7 +5,11 @@ import type { AnswerEncoding, EncodedAnswer, HeartbeatRequest } from '../../mess
 import { createDecisionCounters } from '../../shared/decision/counters.js';
 import { formatsOffered } from '../../shared/delta-formats.js';
 import type { ActorContext } from '../runtime.js';
-import { DecisionReplica } from './decision-replica.js';
+import { DecisionReplica, Hop } from './decision-replica.js';
+import { followTargetingFacts } from './targeting-facts.js';
+import { WindowClock } from '../../shared/decision/window-clock.js';
+import { encodeCoapManifest } from '../../shared/wire/cbor.js';
+import type { ManifestWire } from '../../shared/wire/keys.js';
 import { manifesterBatcher } from './heartbeat-batcher.js';
 
 // How a front-end answers heartbeats: from its copy of the manifester's decisions when that
@@ -28,11 +32,13 @@ export interface HeartbeatAnswers<T> {
 
 export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, encoding: E): HeartbeatAnswers<EncodedAnswer[E]> {
   const { config } = ctx;
+  const targeting = followTargetingFacts(ctx);
   const replica = new DecisionReplica<EncodedAnswer[E]>({
     offered: formatsOffered(config.store.deltaEngine),
     capBytes: config.store.deltaMaxSourceBytes,
     allowFullDownload: config.allowFullDownload,
-  }, createDecisionCounters(ctx.registry));
+    encode: (encoding === 'json' ? JSON.stringify : encodeCoapManifest) as (answer: ManifestWire) => EncodedAnswer[E],
+  }, createDecisionCounters(ctx.registry), new WindowClock(), config.fleet.enabled ? targeting.facts : undefined);
   const batcher = manifesterBatcher(ctx, encoding);
   const answered = { snapshot: 0, manifester: 0 };
   let snapshots = 0;
@@ -59,16 +65,17 @@ export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, en
 
   return {
     answer(request) {
-      const body = replica.answer(request);
-      if (body !== undefined) {
+      const answer = replica.answer(request);
+      if (!(answer instanceof Hop)) {
         answered.snapshot++;
-        return body;
+        return answer;
       }
       answered.manifester++;
-      return batcher.heartbeat(request);
+      return batcher.heartbeat(answer.route ? { ...request, route: answer.route } : request);
     },
     stop() {
       stopped = true;
+      targeting.stop();
     },
   };
 }

@@ -51,6 +51,7 @@ export class HeartbeatBatcher<T> {
     const versionHashes = new Array<string>(n);
     const artifacts = new Array<string>(n);
     let formats: string[] | undefined;
+    let routes: string[] | undefined;
     for (let i = 0; i < n; i++) {
       const r = batch[i]!.request;
       deviceIds[i] = r.deviceId;
@@ -58,11 +59,12 @@ export class HeartbeatBatcher<T> {
       artifacts[i] = r.artifact;
       // Sent only when some heartbeat of the batch named formats: the batches of old devices stay as they were.
       if (r.deltaFormats) (formats ??= new Array<string>(n).fill(''))[i] = r.deltaFormats.join(',');
+      if (r.route) (routes ??= new Array<string>(n).fill(''))[i] = r.route;
     }
     this.out = true;
     let asked: Promise<HeartbeatAnswers<T>>;
     try {
-      asked = this.ask({ deviceIds, versionHashes, artifacts, ...(formats ? { formats } : {}) });
+      asked = this.ask({ deviceIds, versionHashes, artifacts, ...(formats ? { formats } : {}), ...(routes ? { routes } : {}) });
     } catch (err) {
       asked = Promise.reject(err);
     }

@@ -1,4 +1,5 @@
-import type { HeartbeatAnswers, ManifesterApi } from '../../messages/manifester.js';
+import type { AnswerEncoding, EncodedAnswer, HeartbeatAnswers, ManifesterApi } from '../../messages/manifester.js';
+import type { DecisionSnapshot } from '../../messages/decision-snapshot.js';
 import type { TransferInfo } from '../../messages/store.js';
 import { serializeError } from '../../shared/errors.js';
 import { runActor, type OwnApi } from '../runtime.js';
@@ -20,7 +21,7 @@ import { TrackTable } from './tracks.js';
 import type { ClusterSync } from './cluster/cluster-sync.js';
 import { plantedLeak } from './test-leak.js';
 import { buildSnapshot } from './snapshot/build.js';
-import { SnapshotPublisher } from './snapshot/publisher.js';
+import { LongPollPublisher } from '../../shared/long-poll.js';
 import { snapshotDeliveryHistogram } from './snapshot/metrics.js';
 
 /** How often rollouts are checked: health counts, then steps that are due. */
@@ -31,7 +32,8 @@ await runActor(async (ctx) => {
   const key = await loadSigningKey(config, ctx.log);
   // The front-ends answer the steady state from a snapshot of what follows (snapshot/): every
   // part of it says when it changed.
-  const snapshots = new SnapshotPublisher((version, encoding) => buildSnapshot(version, encoding, { manifester, tracks, view }), snapshotDeliveryHistogram(ctx.registry));
+  const snapshots = new LongPollPublisher<AnswerEncoding, DecisionSnapshot<EncodedAnswer[AnswerEncoding]>>(
+    (version, encoding) => buildSnapshot(version, encoding, { manifester, tracks, view }), snapshotDeliveryHistogram(ctx.registry));
   const changed = () => snapshots.changed();
   const signed = new SignedManifests(key.privateKey, config.manifest.cacheSize, changed);
   const view = new StoreView((t: TransferInfo) => signed.forgetTransfer(t.from === undefined ? undefined : signedAnswerKey(t.from, t.format), t.to), changed);
@@ -115,6 +117,7 @@ await runActor(async (ctx) => {
       return answerAll(batch.deviceIds.length, (i) => manifester.encoded(manifester.heartbeat({
         deviceId: batch.deviceIds[i]!, versionHash: batch.versionHashes[i]!, artifact: batch.artifacts[i]!,
         ...(batch.formats?.[i] ? { deltaFormats: batch.formats[i]!.split(',') } : {}),
+        ...(batch.routes?.[i] ? { route: batch.routes[i] as 'target' | 'stable' | 'stay' } : {}),
       }), encoding));
     },
     health: async () => ({ ...manifester.health(), ...(cluster ? { database: cluster.tracks.condition } : {}) }),
@@ -128,7 +131,7 @@ await runActor(async (ctx) => {
       view.apply(event);
       return event.type === 'binary-removed' || event.type === 'transfer-removed' ? snapshots.settled() : undefined;
     },
-    decisionSnapshot: (poller, known, encoding) => snapshots.poll(poller, known, encoding),
+    decisionSnapshot: (poller, known, encoding) => snapshots.poll(poller, known, encoding) as never,
     signingCertificate: async () => key.certificate ?? null,
     listTracks: async () => admin.list(),
     publishTrack: async (request) => settled(admin.publish(request)),
@@ -137,6 +140,7 @@ await runActor(async (ctx) => {
     reloadTracks: async (artifact) => settled(admin.reload(artifact)),
     controlRollout: async (command) => settled(rollouts.command(command)),
     rolloutOf: async (artifact) => rollouts.view(artifact),
+    groupsInUse: async () => rollouts.groupsInUse(),
     drain: async () => {
       clearInterval(renewal);
       snapshots.stop();

@@ -12,7 +12,8 @@ import type { ManifesterMetrics } from './metrics.js';
 import { stableSequenceOf } from './release-sequence.js';
 import type { ReleaseStatements, StatementSlot } from './release-statements.js';
 import type { TargetRef } from './rollout/rollout.js';
-import { routeDevice } from '../../shared/decision/route.js';
+import { routeDevice, type Routed } from '../../shared/decision/route.js';
+import { WindowClock } from '../../shared/decision/window-clock.js';
 import { FULL, type SignedManifests } from './signer.js';
 import { signedAnswerKey } from '../../messages/decision-snapshot.js';
 import type { StoreView } from './store-view.js';
@@ -73,6 +74,8 @@ export class Manifester {
     private readonly statements: ReleaseStatements,
     /** Told of each rollout target offered to a device not on it yet (rollout/offer-feed.ts). */
     private readonly offers?: { offered(deviceId: string, targetHash: string, fromHash: string): void },
+    /** Maintenance windows, read once a second (a device's is judged here only when no front-end routed it). */
+    private readonly clock = new WindowClock(),
   ) {
     this.offered = formatsOffered(config.store.deltaEngine);
   }
@@ -103,8 +106,11 @@ export class Manifester {
     // A staged rollout picks the target before rows 2-7; without one, or once it is complete,
     // the table runs exactly as decide.ts has it.
     if (track && rollout && rollout.state !== 'complete') {
-      const route = routeDevice(rollout, request.deviceId, request.versionHash);
+      // The front-end routed it already, with the device's group memberships (src/actors/front-ends/targeting-facts.ts).
+      const routed = request.route ?? routeDevice(rollout, request, this.clock);
+      const route = typeof routed === 'string' ? routed : routed.route;
       this.metrics.routed(route);
+      if (route === 'wait') return { manifest: { ...this.noUpdate(track), retry_after: (routed as Routed).waitSeconds }, target: track };
       if (route === 'stay' || (route === 'stable' && rollout.stable === null)) return { manifest: this.noUpdate(track), target: track };
       if (route === 'stable') target = this.stableTarget(track, rollout.stable!);
       else if (request.versionHash !== rollout.target.hash) this.offers?.offered(request.deviceId, rollout.target.hash, request.versionHash);
@@ -167,13 +173,19 @@ export class Manifester {
         signed.set(from, weigh(this.encoded(this.released(manifest, target), encoding)));
         bytes += from.length + SNAPSHOT_ENTRY_BYTES;
       }
-      return { hash: target.hash, size: target.size, noUpdate: weigh(this.encoded(this.released(this.noUpdate(target), target), encoding)), signed };
+      const noUpdateFields = this.released(this.noUpdate(target), target);
+      bytes += SNAPSHOT_ENTRY_BYTES * 4;
+      return { hash: target.hash, size: target.size, noUpdate: weigh(this.encoded(noUpdateFields, encoding)), noUpdateFields, signed };
     };
     const tracks = new Map<string, TrackAnswers<EncodedAnswer[E]>>();
     for (const track of this.tracks.all()) {
       const r = track.rollout;
       const rollout = r && r.state !== 'complete'
-        ? { target: { hash: r.target.hash }, state: r.state, percent: r.percent, rollback: r.rollback, held: r.held, stable: r.stable ? toward(this.stableTarget(track, r.stable)) : null }
+        ? {
+          target: { hash: r.target.hash }, state: r.state, percent: r.percent, rollback: r.rollback, held: r.held, step: r.step,
+          plan: { steps: r.plan.steps, ...(r.plan.window ? { window: r.plan.window } : {}) },
+          stable: r.stable ? toward(this.stableTarget(track, r.stable)) : null,
+        }
         : null;
       tracks.set(track.key, { target: toward(track), rollout });
       bytes += track.key.length + SNAPSHOT_ENTRY_BYTES;

@@ -13,7 +13,10 @@ export function publishEvents(track: Track, atMs: number): WebhookEvent[] {
     data: { artifact: track.key, version: track.version, hash: track.hash, size: track.size },
     atMs,
   }];
-  if (track.rollout) events.push({ type: 'updater.rollout.started', data: { artifact: track.key, rollout: rolloutView(track.rollout) }, atMs });
+  if (track.rollout) {
+    const type = track.rollout.state === 'scheduled' ? 'updater.rollout.scheduled' : 'updater.rollout.started';
+    events.push({ type, data: { artifact: track.key, rollout: rolloutView(track.rollout, atMs) }, atMs });
+  }
   return events;
 }
 
@@ -26,11 +29,17 @@ export function rolloutEvent(artifact: string, before: Rollout, next: Rollout, a
   let type: WebhookEventType | undefined;
   if (next.state !== before.state) {
     type = next.state === 'paused' ? 'updater.rollout.paused'
-      : next.state === 'running' ? 'updater.rollout.resumed'
-        : next.state === 'complete' ? 'updater.rollout.completed'
-          : 'updater.rollout.aborted';
-  } else if (next.state === 'running' && next.percent !== before.percent) {
+      // From scheduled, it starts: the start time came.
+      : next.state === 'running' ? (before.state === 'scheduled' ? 'updater.rollout.started' : 'updater.rollout.resumed')
+        : next.state === 'scheduled' ? 'updater.rollout.resumed'
+          : next.state === 'complete' ? 'updater.rollout.completed'
+            : 'updater.rollout.aborted';
+  } else if (next.state === 'running' && (next.percent !== before.percent || next.step !== before.step)) {
     type = 'updater.rollout.step';
   }
-  return type && { type, data: { artifact, rollout: rolloutView(next) }, atMs };
+  if (!type) return undefined;
+  // A step event names the group of the step reached, when it is a group step.
+  const step = next.plan.steps[next.step];
+  const group = type === 'updater.rollout.step' && typeof step === 'object' ? { group: step.group } : {};
+  return { type, data: { artifact, rollout: rolloutView(next, atMs), ...group }, atMs };
 }

@@ -193,6 +193,9 @@ export function configSchema(base: string) {
         default: 10, min: 0, max: 10_000, meaning: 'update reports one device may send at once; past it each must wait for `reports_per_minute` to refill and is refused with 429 / 4.29 `REPORT_RATE_LIMITED`, not stored, raising no webhook event; `0` turns the limit off ([operations.md](operations.md#report-rate-limit))',
       }),
       reportsPerMinute: int('reports_per_minute', { default: 6, min: 1, max: 60_000, meaning: 'how fast a device\'s allowance of reports refills' }),
+      targetingIndexBytes: bytesIn('MB', 'targeting_index_mb', {
+        default: 16, min: 1, max: 4096, meaning: 'budget of the tags and group filters each front-end holds to judge group steps at the heartbeat (about 130 bytes a tagged device); tagged devices past it are judged without their tags ([rollouts.md](rollouts.md))',
+      }),
     }),
     devices: section('devices', {
       auth: leaf('auth', { default: '`off`', meaning: '`on`: every device request but `/auth`, `/health` and `/metrics` needs a device token ([protocol.md](protocol.md)); `off`: the open protocol' }, (value) => {

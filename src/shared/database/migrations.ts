@@ -12,6 +12,7 @@ import { reports0009 } from './migrations/0009-reports-received-ms.js';
 import { webhooks0010 } from './migrations/0010-webhook-outbox.js';
 import { devices0011 } from './migrations/0011-device-identities.js';
 import { offers0012 } from './migrations/0012-rollout-offers.js';
+import { targeting0013 } from './migrations/0013-targeting.js';
 
 // Every schema change is a numbered migration, applied in order at start (the fleet actor's
 // setup) and never edited once landed: add the next number instead. Column types differ by
@@ -38,6 +39,7 @@ export function migrations(engine: Engine): Record<string, Migration> {
     '0010_webhook_outbox': webhooks0010(engine),
     '0011_device_identities': devices0011(engine),
     '0012_rollout_offers': offers0012(engine),
+    '0013_targeting': targeting0013(engine),
   };
 }
 

@@ -140,8 +140,32 @@ export interface RolloutOffersTable {
   offered_at: number;
 }
 
+/** The attributes a device's latest heartbeat that carried any sent (migration 0013). */
+export interface DeviceAttributesTable {
+  device_id: string;
+  name: string;
+  value: string;
+}
+
+/** An operator's tags of a device (migration 0013). */
+export interface DeviceTagsTable {
+  device_id: string;
+  tag: string;
+}
+
+/** A group: a named filter, as the JSON the API shows (src/shared/targeting/filter.ts). */
+export interface DeviceGroupsTable {
+  name: string;
+  filter: string;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   rollout_offers: RolloutOffersTable;
+  device_attributes: DeviceAttributesTable;
+  device_tags: DeviceTagsTable;
+  device_groups: DeviceGroupsTable;
   devices: DevicesTable;
   reports: ReportsTable;
   fleet_versions: FleetVersionsTable;

@@ -17,8 +17,8 @@ export interface DecisionCounters {
 
 export function createDecisionCounters(registry: Registry): DecisionCounters {
   const servedCounts = { delta: 0, full: 0 };
-  const routeCounts = { target: 0, stable: 0, stay: 0 };
-  const flushedRoutes = { target: 0, stable: 0, stay: 0 };
+  const routeCounts = { target: 0, stable: 0, stay: 0, wait: 0 };
+  const flushedRoutes = { target: 0, stable: 0, stay: 0, wait: 0 };
   const rowCounts = new Array<number>(8).fill(0);
   const flushed = { delta: 0, full: 0, rows: new Array<number>(8).fill(0) };
   new Counter({
@@ -49,11 +49,11 @@ export function createDecisionCounters(registry: Registry): DecisionCounters {
   });
   new Counter({
     name: 'updater_rollout_answers_total',
-    help: 'Heartbeats on tracks with an unfinished rollout, by the target they were answered toward (stay: a replaced rollout\'s target, kept)',
+    help: 'Heartbeats on tracks with an unfinished rollout, by the target they were answered toward (stay: a replaced rollout\'s target, kept; wait: outside the maintenance window)',
     labelNames: ['route'],
     registers: [registry],
     collect() {
-      for (const route of ['target', 'stable', 'stay'] as const) {
+      for (const route of ['target', 'stable', 'stay', 'wait'] as const) {
         this.inc({ route }, routeCounts[route] - flushedRoutes[route]);
         flushedRoutes[route] = routeCounts[route];
       }

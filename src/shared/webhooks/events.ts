@@ -6,6 +6,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'updater.track.published',
   'updater.track.removed',
   'updater.rollout.started',
+  'updater.rollout.scheduled',
   'updater.rollout.step',
   'updater.rollout.paused',
   'updater.rollout.resumed',

@@ -2,7 +2,7 @@
 // for them over CoAP: one table per message, written once, name → integer. Decoders invert
 // them in code (cbor.ts); nothing else spells a key number.
 
-export const HEARTBEAT_KEYS = { device_id: 1, version_hash: 2, hw_info: 3, timestamp: 4, version: 5, artifact: 6, delta_formats: 8 } as const;
+export const HEARTBEAT_KEYS = { device_id: 1, version_hash: 2, hw_info: 3, timestamp: 4, version: 5, artifact: 6, attributes: 7, delta_formats: 8 } as const;
 export const HW_INFO_KEYS = { arch: 1, os: 2, free_ram: 3, free_disk: 4 } as const;
 export const REPORT_KEYS = { device_id: 1, previous_hash: 2, new_hash: 3, success: 4, rollback_reason: 5, timestamp: 6 } as const;
 export const MANIFEST_KEYS = {
@@ -27,6 +27,8 @@ export interface HeartbeatWire {
   timestamp: number;
   version: string;
   artifact?: string;
+  /** What the device says of itself, at most 32 name → text entries (docs/protocol.md, "Attributes"); a CBOR map under key 7. */
+  attributes?: Record<string, string>;
   /** The patch formats the device applies, most preferred first (docs/protocol.md, "Patch formats"). */
   delta_formats?: string[];
 }

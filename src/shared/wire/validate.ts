@@ -3,6 +3,7 @@ import { MAX_FORMAT_NAME, MAX_NAMED_FORMATS } from '../delta-formats.js';
 import { UpdaterError } from '../errors.js';
 import { assertSha256Hex, isSha256Hex } from '../hash.js';
 import { invalidField as fail, isRecord } from '../input.js';
+import { parseAttributes, type Attributes } from '../targeting/attributes.js';
 import { MAX_VERSION_LABEL_LENGTH, NOT_PRINTABLE } from '../version-label.js';
 
 // Validation of decoded device messages, shared by the JSON (HTTP) and CBOR (CoAP) codecs:
@@ -11,8 +12,16 @@ import { MAX_VERSION_LABEL_LENGTH, NOT_PRINTABLE } from '../version-label.js';
 /** A heartbeat is a few hundred bytes; anything larger is refused before it is parsed. */
 export const MAX_DEVICE_BODY_BYTES = 4096;
 
-/** What the manifester decides on, of a validated heartbeat (src/messages/manifester.ts). */
-export type HeartbeatRequest = Pick<Heartbeat, 'deviceId' | 'versionHash' | 'artifact'> & { readonly deltaFormats?: readonly string[] };
+/**
+ * What a decision reads of a validated heartbeat (src/messages/manifester.ts): the front-end
+ * routes a rollout with its attributes, and hands the manifester the route it took.
+ */
+export type HeartbeatRequest = Pick<Heartbeat, 'deviceId' | 'versionHash' | 'artifact'> & {
+  readonly deltaFormats?: readonly string[];
+  readonly attributes?: Attributes;
+  /** The front-end's routing of the rollout (src/shared/decision/route.ts), when it routed one. */
+  readonly route?: 'target' | 'stable' | 'stay';
+};
 
 export interface HeartbeatFields {
   device_id?: unknown;
@@ -21,6 +30,7 @@ export interface HeartbeatFields {
   timestamp?: unknown;
   version?: unknown;
   artifact?: unknown;
+  attributes?: unknown;
   delta_formats?: unknown;
 }
 
@@ -43,6 +53,8 @@ export interface Heartbeat {
   readonly timestamp: number;
   /** The patch formats the device applies, most preferred first; absent when it named none. */
   readonly deltaFormats?: readonly string[];
+  /** What the device says of itself (null-prototype, validated); absent when the heartbeat carried none, which leaves the stored set as it is. */
+  readonly attributes?: Attributes;
 }
 
 export interface UpdateReport {
@@ -143,7 +155,11 @@ export function validateHeartbeat(body: unknown): Heartbeat {
   const artifact = text(fields.artifact, 'artifact', 200, false);
   if (artifact !== '') parseTrackKey(artifact);
   const deltaFormats = formatList(fields.delta_formats);
-  return { deviceId, versionHash, artifact, version, hwArch, hwOs, hwFreeRam, hwFreeDisk, timestamp, ...(deltaFormats ? { deltaFormats } : {}) };
+  const attributes = fields.attributes === undefined || fields.attributes === null ? undefined : parseAttributes(fields.attributes);
+  return {
+    deviceId, versionHash, artifact, version, hwArch, hwOs, hwFreeRam, hwFreeDisk, timestamp,
+    ...(deltaFormats ? { deltaFormats } : {}), ...(attributes ? { attributes } : {}),
+  };
 }
 
 export function validateReport(body: unknown): UpdateReport {

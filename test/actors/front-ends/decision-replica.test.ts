@@ -1,6 +1,8 @@
 import { Registry } from 'prom-client';
 import t, { type Test } from 'tap';
-import { DecisionReplica } from '../../../src/actors/front-ends/decision-replica.js';
+import { DecisionReplica, Hop } from '../../../src/actors/front-ends/decision-replica.js';
+import { WindowClock } from '../../../src/shared/decision/window-clock.js';
+import { encodeCoapManifest } from '../../../src/shared/wire/cbor.js';
 import { Manifester } from '../../../src/actors/manifester/manifester.js';
 import { ReleaseStatements } from '../../../src/actors/manifester/release-statements.js';
 import { applyAction, startRollout, successorBasis } from '../../../src/actors/manifester/rollout/rollout.js';
@@ -38,6 +40,7 @@ const log = { warn: () => undefined, info: () => undefined, debug: () => undefin
 function world() {
   let nowMs = 1_790_000_000_000;
   const statements = new ReleaseStatements(seed, 3600, { signed: () => undefined }, () => nowMs);
+  const clock = new WindowClock(() => nowMs);
   const tracks = new TrackTable((all) => statements.sync(all));
   const view = new StoreView(() => undefined);
   const signed = new SignedManifests(seed, 1000);
@@ -45,7 +48,7 @@ function world() {
   const manifester = new Manifester(config, log, tracks, view, signed, {
     ensureDelta: (from, to, format) => asked.push(`delta ${from}>${to} ${format}`),
     ensureFull: (hash) => asked.push(`full ${hash}`),
-  }, createDecisionCounters(new Registry()), statements, { offered: () => undefined });
+  }, createDecisionCounters(new Registry()), statements, { offered: () => undefined }, clock);
   const target = (key: string, hash: string, version: string, size = SIZE): PublishedTarget => ({ key, name: key, os: '', arch: '', version, hash, size, source: 'api', binary: `/srv/${key}` });
   tracks.publish(target('app', A, '1'), 3);
   tracks.publish(target('app', B, '2'), 3);
@@ -53,6 +56,12 @@ function world() {
   const before = tracks.publish(target('roll', A, '1'), 3).track;
   const plan = parseRolloutPlan({ steps: [50, 100], step_interval: '1h' });
   tracks.publish({ ...target('roll', C, '3'), rollout: startRollout(plan, { hash: C, version: '3', size: SIZE }, successorBasis(before), nowMs) }, 3);
+  // A window that is closed now (two hours ahead, UTC): every device not on the target waits for it.
+  const hour = (new Date(nowMs).getUTCHours() + 2) % 24;
+  const hh = (h: number) => `${String(h).padStart(2, '0')}:00`;
+  const closed = parseRolloutPlan({ steps: [50, 100], step_interval: '1h', window: { start: hh(hour), end: hh((hour + 1) % 24), tz: 'UTC' } });
+  const beforeWin = tracks.publish(target('win', A, '1'), 3).track;
+  tracks.publish({ ...target('win', B, '2'), rollout: startRollout(closed, { hash: B, version: '2', size: SIZE }, successorBasis(beforeWin), nowMs) }, 3);
   tracks.setDefault('app');
   const delta = (from: string, to: string, format?: 'bsdiff-lzma'): TransferInfo => ({ kind: 'delta', from, to, size: 100, hash: `${from[0]}${to[0]}${format ?? ''}`.padEnd(64, '0'), ...(format ? { format } : {}) });
   view.applySnapshot({
@@ -60,13 +69,15 @@ function world() {
     binaries: [A, B, C].map((hash) => ({ hash, size: SIZE })) as never,
     transfers: [delta(A, B), delta(A, B, 'bsdiff-lzma'), delta(A, C), { kind: 'full', to: B, size: 900, hash: 'f'.repeat(64) }, { kind: 'full', to: C, size: 900, hash: 'd'.repeat(64) }],
   });
-  return { manifester, tracks, view, statements, asked, advance: (ms: number) => (nowMs += ms) };
+  return { manifester, tracks, view, statements, asked, clock, advance: (ms: number) => (nowMs += ms) };
 }
 
 type World = ReturnType<typeof world>;
 
+const encoders = { json: JSON.stringify, cbor: encodeCoapManifest } as const;
+
 const DEVICES = Array.from({ length: 40 }, (_, i) => `dev-${i}`);
-const requests: HeartbeatRequest[] = DEVICES.flatMap((deviceId) => ['app', '', 'roll', 'big', 'nope'].flatMap((artifact) => [A, B, C, U].flatMap((versionHash) =>
+const requests: HeartbeatRequest[] = DEVICES.flatMap((deviceId) => ['app', '', 'roll', 'big', 'nope', 'win'].flatMap((artifact) => [A, B, C, U].flatMap((versionHash) =>
   [undefined, ['bsdiff-lzma', 'bsdiff40']].map((deltaFormats) => ({ deviceId, artifact, versionHash, ...(deltaFormats ? { deltaFormats } : {}) }) as HeartbeatRequest))));
 
 function manifesterAnswer<E extends AnswerEncoding>(w: World, request: HeartbeatRequest, encoding: E) {
@@ -80,6 +91,7 @@ function manifesterAnswer<E extends AnswerEncoding>(w: World, request: Heartbeat
 /** Why the manifester must answer this one itself, or null when the snapshot should. */
 function needsManifester(w: World, request: HeartbeatRequest): string | null {
   if (request.artifact === 'nope') return 'unknown track';
+  if (request.artifact === 'win') return null; // outside its window: answered here with retry_after (or up to date)
   const track = w.tracks.resolve(request.artifact)!;
   const rollout = track.rollout;
   if (rollout && rollout.state === 'running' && request.versionHash !== C && inCohort(request.deviceId, C, rollout.percent)) return 'offer';
@@ -93,21 +105,21 @@ function needsManifester(w: World, request: HeartbeatRequest): string | null {
 function compareAll(t: Test, w: World, what: string): void {
   for (const encoding of ['json', 'cbor'] as const) {
     for (const r of requests) manifesterAnswer(w, r, encoding); // the manifester signs what it answers, as on a heartbeat
-    const replica = new DecisionReplica({ offered: formatsOffered('native'), capBytes: CAP, allowFullDownload: true }, createDecisionCounters(new Registry()));
+    const replica = new DecisionReplica<string | Uint8Array>({ offered: formatsOffered('native'), capBytes: CAP, allowFullDownload: true, encode: encoders[encoding] as (m: unknown) => string | Uint8Array }, createDecisionCounters(new Registry()), w.clock);
     replica.apply(buildSnapshot('v', encoding, w));
     let answered = 0;
     const wrong: string[] = [];
     for (const r of requests) {
       const own = replica.answer(r);
       const reason = needsManifester(w, r);
-      if (own === undefined) {
+      if (own instanceof Hop) {
         if (reason === null) wrong.push(`left to the manifester without cause: ${JSON.stringify(r)}`);
         continue;
       }
       answered++;
       if (reason !== null) wrong.push(`answered although it needs the manifester (${reason}): ${JSON.stringify(r)}`);
       const theirs = manifesterAnswer(w, r, encoding);
-      const same = encoding === 'json' ? own === theirs : Buffer.from(own as Uint8Array).equals(Buffer.from(theirs as Uint8Array));
+      const same = encoding === 'json' ? own === theirs : Buffer.from(own as unknown as Uint8Array).equals(Buffer.from(theirs as Uint8Array));
       if (!same) wrong.push(`answers differ for ${JSON.stringify(r)}`);
     }
     t.same(wrong.slice(0, 5), [], `${what}, ${encoding}: the snapshot answers as the manifester does, and only where it may`);
@@ -133,7 +145,7 @@ t.test('the snapshot answers byte for byte as the manifester, and leaves it exac
 });
 
 t.test('an empty snapshot answers nothing: every heartbeat goes to the manifester', async (t) => {
-  const replica = new DecisionReplica({ offered: formatsOffered('native'), capBytes: 0, allowFullDownload: false }, createDecisionCounters(new Registry()));
-  t.equal(replica.answer(requests[0]!), undefined, 'before the first snapshot');
+  const replica = new DecisionReplica({ offered: formatsOffered('native'), capBytes: 0, allowFullDownload: false, encode: JSON.stringify }, createDecisionCounters(new Registry()), new WindowClock());
+  t.equal(replica.answer(requests[0]!), Hop.plain, 'before the first snapshot');
   t.equal(replica.version, '');
 });

@@ -27,13 +27,13 @@ for (const engine of ENGINES) {
     const opened = await openDatabase(target.location);
     t.equal(opened.engine, engine);
     const tables = (await opened.db.introspection.getTables()).map((table) => table.name).sort();
-    t.same(tables, ['audit_log', 'cluster_meta', 'cluster_tracks', 'device_auth_keys', 'device_identities', 'device_revocations', 'devices', 'fleet_versions', 'operator_tokens', 'reports', 'rollout_offers', 'webhook_outbox'], 'the schema of the latest migration');
+    t.same(tables, ['audit_log', 'cluster_meta', 'cluster_tracks', 'device_attributes', 'device_auth_keys', 'device_groups', 'device_identities', 'device_revocations', 'device_tags', 'devices', 'fleet_versions', 'operator_tokens', 'reports', 'rollout_offers', 'webhook_outbox'], 'the schema of the latest migration');
     const columns = (await opened.db.introspection.getTables()).find((table) => table.name === 'devices')!.columns.map((c) => c.name);
     t.ok(columns.includes('last_report_at') && columns.includes('hw_free_disk'));
     t.same(await migrateToLatest(opened.db as never, engine), [], 'a second run applies nothing');
     await opened.close();
     const again = await openDatabase(target.location);
-    t.same((await again.db.introspection.getTables()).length, 12, 'reopening keeps the schema');
+    t.same((await again.db.introspection.getTables()).length, 15, 'reopening keeps the schema');
     await again.close();
   });
 }
@@ -46,7 +46,7 @@ for (const engine of ENGINES) {
     t.notOk((await migrator.migrateTo('0001_fleet_inventory')).error, 'back to the first schema');
     const row = (id: string, hash: string) => ({ device_id: id, artifact: 'app', version_hash: hash, version: '1', hw_arch: '', hw_os: '', hw_free_ram: 0, hw_free_disk: 0, transport: 'http', first_seen: 1, last_seen: 1 });
     await db.insertInto('devices').values([row('a', 'h1'), row('b', 'h1'), row('c', 'h2')]).execute();
-    t.same(await migrateToLatest(db as never, engine), ['0002_fleet_version_counts', '0003_cluster_tracks', '0004_fleet_touch_without_last_seen_index', '0005_fleet_version_index_by_device', '0006_fleet_half_free_pages', '0007_operator_tokens', '0008_audit_log', '0009_reports_received_ms', '0010_webhook_outbox', '0011_device_identities', '0012_rollout_offers']);
+    t.same(await migrateToLatest(db as never, engine), ['0002_fleet_version_counts', '0003_cluster_tracks', '0004_fleet_touch_without_last_seen_index', '0005_fleet_version_index_by_device', '0006_fleet_half_free_pages', '0007_operator_tokens', '0008_audit_log', '0009_reports_received_ms', '0010_webhook_outbox', '0011_device_identities', '0012_rollout_offers', '0013_targeting']);
     const counts = await db.selectFrom('fleet_versions').select(['version_hash', 'devices']).orderBy('version_hash').execute();
     t.same(counts.map((c) => [c.version_hash, Number(c.devices)]), [['h1', 2], ['h2', 1]]);
     await close();

@@ -70,3 +70,18 @@ t.test('a manifest for CoAP carries a Block2 chunk size and the chunk count that
   const bytes = encodeCoapManifest(manifest);
   t.equal(bytes.buffer.byteLength, bytes.byteLength, 'its own exactly sized buffer: it crosses threads without the encoder\'s');
 });
+
+t.test('attributes travel as a text-keyed map under key 7 and validate like their JSON twin', async (t) => {
+  const json = { device_id: 'd-1', version_hash: hash, hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 1 }, timestamp: 1, version: '1', attributes: { hw: 'B', tz: 'Europe/Berlin' } };
+  const cbor = encodeHeartbeat(json);
+  const fields = heartbeatFields(cbor) as Record<string, unknown>;
+  t.ok(fields.attributes instanceof Map, 'the map stays a Map: no key of it reaches an object prototype');
+  t.same(Object.entries(validateHeartbeat(fields).attributes!), [['hw', 'B'], ['tz', 'Europe/Berlin']]);
+  t.same(validateHeartbeat(fields), validateHeartbeat(json));
+  t.equal(cbor.toString('hex').includes('07a2626877614262747a6d4575726f70652f4265726c696e'), true, 'key 7, a two-entry map of text strings');
+  const { attributes: _, ...plain } = json;
+  t.notOk('attributes' in validateHeartbeat(heartbeatFields(encodeHeartbeat(plain))), 'absent stays absent');
+  t.throws(() => validateHeartbeat({ ...json, attributes: [['hw', 'B']] }), { code: 'INVALID_FIELD', details: { field: 'attributes' } });
+  const wrongKey = Buffer.concat([cbor.subarray(0, cbor.indexOf(Buffer.from('07a2', 'hex'))), Buffer.from('07a1016178', 'hex')]);
+  t.throws(() => validateHeartbeat(heartbeatFields(wrongKey)), { code: 'INVALID_FIELD', details: { field: 'attributes' } }, 'an integer key inside the map');
+});

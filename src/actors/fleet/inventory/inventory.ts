@@ -1,4 +1,5 @@
-import type { FleetApi, HeartbeatRecord } from '../../../messages/fleet.js';
+import type { DeviceQuery, FleetApi, HeartbeatRecord } from '../../../messages/fleet.js';
+import type { TargetFilter } from '../../../shared/targeting/filter.js';
 import { unpackHeartbeats } from '../../../messages/fleet-batch.js';
 import { ReportLimiter, reportLimitCounter } from '../../../shared/report-limit.js';
 import type { ActorContext } from '../../runtime.js';
@@ -9,6 +10,7 @@ import type { Webhooks } from '../webhooks/webhooks.js';
 import { createFleetMetrics } from './metrics.js';
 import * as q from './queries.js';
 import { writeBatch } from './store-of.js';
+import { forgetTargeting, writeAttributes } from './targeting.js';
 import { WriteBuffer } from './write-buffer.js';
 
 // The inventory (docs/fleet.md): the front-ends' records buffered within fleet.buffer_mb and
@@ -19,6 +21,8 @@ import { WriteBuffer } from './write-buffer.js';
 //   http admin ──listDevices / device / summary──▶ queries          retention timer ──▶ prune
 //   manifester ──rolloutHealth──▶ flush, then count
 
+/** Attribute sets waiting for the flush, a few KiB each at most: past this many the oldest are dropped (the device sends its set again with its next heartbeat). */
+const MAX_PENDING_ATTRIBUTES = 20_000;
 /** The devices-per-version gauge is a scan of the inventory: refreshed now and then, not per scrape. */
 const VERSION_GAUGE_MS = 30_000;
 
@@ -33,7 +37,7 @@ export interface Inventory {
   /** Starts the flush, retention and gauge timers. */
   start(): Promise<void>;
   /** The inventory's own rows of the devices, before device identity adds its own. */
-  listDevices: FleetApi['listDevices'];
+  listDevices(query: DeviceQuery, filter?: TargetFilter): ReturnType<FleetApi['listDevices']>;
   deviceWithReports(id: string): ReturnType<typeof q.deviceWithReports>;
 }
 
@@ -50,6 +54,8 @@ export function createInventory(ctx: ActorContext, database: FleetDatabase, sche
   /** Whether the last flush was refused: then only the timer tries again, not every batch that arrives. */
   let refused = false;
   let defaultTrack = '';
+  /** The latest attribute set per device since the last flush (a batch's sparse list, docs/rollouts.md "Attributes"). */
+  let pendingAttributes = new Map<string, Readonly<Record<string, string>>>();
 
   /** The default track's key, for heartbeats that named none; the last one known if the manifester is away. */
   const resolveDefault = async (): Promise<string> => {
@@ -63,6 +69,12 @@ export function createInventory(ctx: ActorContext, database: FleetDatabase, sche
   };
 
   const flushOnce = async (): Promise<void> => {
+    await flushRecords();
+    // After the heartbeats, so a new device's row is there before its attributes.
+    if (database.isOpen && pendingAttributes.size > 0) await flushAttributes();
+  };
+
+  const flushRecords = async (): Promise<void> => {
     if (!database.isOpen || (buffer.pendingHeartbeats === 0 && buffer.pendingReports === 0)) return;
     const taken = buffer.take();
     const started = Date.now();
@@ -91,6 +103,18 @@ export function createInventory(ctx: ActorContext, database: FleetDatabase, sche
     }
   };
 
+  /** Apart from the heartbeats' write: a failure here keeps the sets for the next flush and costs the heartbeats nothing. */
+  const flushAttributes = async (): Promise<void> => {
+    const taken = pendingAttributes;
+    pendingAttributes = new Map();
+    try {
+      await writeAttributes(db(), [...taken].map(([deviceId, attributes]) => ({ deviceId, attributes })));
+    } catch (err) {
+      for (const [id, set] of taken) if (!pendingAttributes.has(id)) pendingAttributes.set(id, set);
+      ctx.log.error({ err, devices: taken.size }, 'device attributes not written; kept for the next flush');
+    }
+  };
+
   /** One flush at a time; a caller during a flush waits for it and then flushes what came since. */
   const flush = async (): Promise<void> => {
     while (flushing) await flushing;
@@ -106,7 +130,7 @@ export function createInventory(ctx: ActorContext, database: FleetDatabase, sche
 
   return {
     refreshVersions,
-    listDevices: (query) => q.listDevices(db(), query),
+    listDevices: (query, filter) => q.listDevices(db(), query, filter),
     deviceWithReports: (id) => q.deviceWithReports(db(), id),
     async start() {
       schedule.every(fleet.flushIntervalMs, 'fleet flush', flush);
@@ -119,6 +143,7 @@ export function createInventory(ctx: ActorContext, database: FleetDatabase, sche
         const current = database.current();
         if (!current) return;
         const removed = await q.prune(current, devicesBefore, reportsBefore);
+        if (removed.devices > 0) await forgetTargeting(current, 'orphans');
         metrics.pruned(removed.devices, removed.reports);
         const events = await webhooks.prune(now);
         ctx.log.info({ ...removed, webhook_events: events }, 'fleet retention done');
@@ -132,6 +157,12 @@ export function createInventory(ctx: ActorContext, database: FleetDatabase, sche
         unpackHeartbeats(batch.heartbeats, (h) => {
           if (recordable(h.deviceId, h.receivedAtMs)) buffer.addHeartbeat(h);
         });
+        for (const a of batch.attributes ?? []) {
+          if (!recordable(a.deviceId, Date.now())) continue;
+          pendingAttributes.delete(a.deviceId);
+          pendingAttributes.set(a.deviceId, a.attributes);
+          if (pendingAttributes.size > MAX_PENDING_ATTRIBUTES) pendingAttributes.delete(pendingAttributes.keys().next().value!);
+        }
         for (const r of batch.reports) {
           if (!recordable(r.deviceId, r.receivedAtMs)) continue;
           if (reportLimit.take(r.deviceId, r.receivedAtMs) === 0) buffer.addReport(r);

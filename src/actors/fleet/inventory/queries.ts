@@ -3,6 +3,8 @@ import type { Transport } from '../../../messages/admin-wire.js';
 import type { DevicePage, DeviceQuery, DeviceView, FleetReportView, FleetSummary, OfferRecord, ReportQuery, ReportView, RolloutHealth, RolloutHealthQuery } from '../../../messages/fleet.js';
 import { recountVersions } from '../../../shared/database/connect.js';
 import type { Database, DevicesTable, ReportsTable } from '../../../shared/database/schema.js';
+import type { TargetFilter } from '../../../shared/targeting/filter.js';
+import { EVERY, filterCondition } from './targeting.js';
 
 // Every query of the inventory, written once for both engines: only portable SQL (no engine
 // functions). The one exception is the flush, the hot write, in store.ts.
@@ -38,9 +40,10 @@ function reportView(row: Selectable<ReportsTable>): ReportView {
   };
 }
 
-/** One page ordered by device_id; one row more than asked tells whether another page follows. */
-export async function listDevices(db: Kysely<Database>, q: DeviceQuery): Promise<DevicePage> {
+/** One page ordered by device_id; one row more than asked tells whether another page follows. `filter`: a group's. */
+export async function listDevices(db: Kysely<Database>, q: DeviceQuery, filter?: TargetFilter, nowMs = Date.now()): Promise<DevicePage> {
   let query = db.selectFrom('devices').selectAll().orderBy('device_id').limit(q.limit + 1);
+  if (filter) query = query.where((eb) => filterCondition(eb, filter, nowMs) ?? EVERY);
   if (q.artifact !== undefined) query = query.where('artifact', '=', q.artifact);
   if (q.versionHash !== undefined) query = query.where('version_hash', '=', q.versionHash);
   if (q.seenSince !== undefined) query = query.where('last_seen', '>=', q.seenSince);

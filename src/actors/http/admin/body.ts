@@ -49,7 +49,7 @@ export function parsePublishBody(body: Buffer): PublishRequest {
   return { ...id, version, binary, ...rollout };
 }
 
-const ROLLOUT_ACTIONS = ['pause', 'resume', 'abort', 'complete'] as const;
+const ROLLOUT_ACTIONS = ['pause', 'resume', 'abort', 'complete', 'advance'] as const;
 
 /** `POST /admin/rollout`: `{artifact, action, rollback?}` or `{artifact, percent}`. */
 export function parseRolloutBody(body: Buffer): RolloutCommand {

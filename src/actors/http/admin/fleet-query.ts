@@ -2,6 +2,7 @@ import { DEVICE_AUTH_STATES, type DeviceAuthState, type DeviceQuery, type Report
 import { parseDuration } from '../../../shared/duration.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
+import { parseTargetName } from '../../../shared/targeting/names.js';
 import { artifactKey } from './body.js';
 
 // The query strings of the fleet admin calls (docs/fleet.md, "Reading it"), checked before any database
@@ -57,9 +58,12 @@ function secondsAgo(q: Map<string, string>, key: string, nowMs: number): number 
   return Math.floor((nowMs - ms) / 1000);
 }
 
-/** `GET /admin/devices?artifact=&version_hash=&seen_within=&not_seen_for=&limit=&after=` */
+/** `GET /admin/devices?artifact=&version_hash=&seen_within=&not_seen_for=&limit=&after=&group=` */
 export function parseDeviceQuery(raw: string, nowMs: number): DeviceQuery {
-  const q = parseQuery(raw, ['artifact', 'version_hash', 'seen_within', 'not_seen_for', 'limit', 'after', 'auth_state']);
+  const q = parseQuery(raw, ['artifact', 'version_hash', 'seen_within', 'not_seen_for', 'limit', 'after', 'auth_state', 'group']);
+  const group = q.get('group');
+  if (group !== undefined) parseTargetName(group, 'group');
+  if (group !== undefined && q.has('auth_state')) throw new UpdaterError('INVALID_FIELD', 'group cannot be combined with auth_state', { field: 'group' });
   const authState = q.get('auth_state');
   if (authState !== undefined && !(DEVICE_AUTH_STATES as readonly string[]).includes(authState)) {
     throw new UpdaterError('INVALID_FIELD', `auth_state must be one of ${DEVICE_AUTH_STATES.join(', ')}`, { field: 'auth_state' });
@@ -77,6 +81,7 @@ export function parseDeviceQuery(raw: string, nowMs: number): DeviceQuery {
     ...(seenBefore !== undefined ? { seenBefore } : {}),
     ...(after !== undefined ? { after: decodeCursor(after) } : {}),
     ...(authState !== undefined ? { authState: authState as DeviceAuthState } : {}),
+    ...(group !== undefined ? { group } : {}),
   };
 }
 

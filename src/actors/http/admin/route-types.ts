@@ -28,5 +28,7 @@ export interface UploadHeaders {
 }
 
 export type AdminHandler = (ex: Exchange, body: Promise<Buffer> | undefined, query: AdminQuery) => Promise<void>;
-/** `bodyLimit`: bytes a POST body may have, MAX_ADMIN_BODY_BYTES unless the call needs more (bulk). */
+/** A PUT registered with this `bodyLimit` streams its body itself (an upload); any other PUT has its JSON body read like a POST's. */
+export const STREAMED_BODY = -1;
+/** `bodyLimit`: bytes a POST or PUT body may have, MAX_ADMIN_BODY_BYTES unless the call needs more (bulk). */
 export type AdminRoute = (method: 'get' | 'post' | 'put' | 'del' | 'any', path: string, name: string, handler: AdminHandler, bodyLimit?: number) => void;

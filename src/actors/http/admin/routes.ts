@@ -14,7 +14,8 @@ import { registerWebhookRoutes } from './webhook-routes.js';
 import { registerDeviceAdminRoutes } from './device-identity-routes.js';
 import { readBody } from '../server/body.js';
 import type { HttpMetrics } from '../server/metrics.js';
-import type { AdminQuery, AdminRoute } from './route-types.js';
+import { STREAMED_BODY, type AdminQuery, type AdminRoute } from './route-types.js';
+import { checkGroupSteps, registerTargetingRoutes } from './targeting-routes.js';
 import { methodNotAllowed, sendError, sendJson } from '../server/respond.js';
 import { answerFailure, openRequest } from '../server/route.js';
 
@@ -119,12 +120,13 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
         artifact: req.getQuery('artifact'), raw, ...(path.includes('/:') ? { param: req.getParameter(0) } : {}), who, audit: {},
         audited: begun ?? Promise.resolve(undefined),
       };
-      if (method === 'put') query.upload = { contentLength: req.getHeader('content-length'), contentSha256: req.getHeader('x-content-sha256') };
-      const body = method === 'post' ? readBody(ex, req, bodyLimit) : undefined;
+      const streamed = method === 'put' && bodyLimit === STREAMED_BODY;
+      if (streamed) query.upload = { contentLength: req.getHeader('content-length'), contentSha256: req.getHeader('x-content-sha256') };
+      const body = method === 'post' || (method === 'put' && !streamed) ? readBody(ex, req, bodyLimit) : undefined;
       body?.catch(() => undefined); // handled by the handler's await; avoids an unhandled rejection
       // An upload reads its body as it comes and waits for its audit row itself (upload.ts); every
       // other change runs only once its row is committed.
-      const run = method === 'put' ? handler(ex, body, query) : query.audited.then(() => handler(ex, body, query));
+      const run = streamed ? handler(ex, body, query) : query.audited.then(() => handler(ex, body, query));
       run.then(() => {
         detail = query.audit.detail ?? '';
         finish();
@@ -143,6 +145,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
 
   route('post', '/admin/artifacts', 'admin_publish', async (ex, body, query) => {
     const request = parsePublishBody(await body!);
+    await checkGroupSteps(ctx, request.rollout);
     const outcome = await ctx.call('manifester', (m) => m.publishTrack(request));
     query.audit.detail = `published ${outcome.artifact} ${request.version} (${outcome.hash})${request.rollout ? ' with a rollout' : ''}`;
     ctx.log.info({ artifact: outcome.artifact, hash: outcome.hash, changed: outcome.changed }, 'admin: track published');
@@ -199,6 +202,7 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   registerOperatorRoutes(route, ctx, auth);
   registerUploadRoutes(route, ctx);
   registerWebhookRoutes(route, ctx);
+  registerTargetingRoutes(route, ctx);
 
   // Known paths with another method, then unknown admin paths: still only for a valid token.
   route('any', '/admin/artifacts', 'admin_other', async () => {
@@ -209,7 +213,10 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
     [['/admin/devices', '/admin/fleet', '/admin/reports', '/admin/webhooks'], ['GET']],
     [['/admin/binaries'], ['PUT']],
     [['/admin/devices/:id'], ['GET', 'DELETE']],
-    [['/admin/devices/:id/accept', '/admin/devices/:id/reject', '/admin/devices/preauthorize'], ['POST']],
+    [['/admin/devices/:id/accept', '/admin/devices/:id/reject', '/admin/devices/preauthorize', '/admin/tags'], ['POST']],
+    [['/admin/devices/:id/tags'], ['PUT']],
+    [['/admin/groups'], ['GET']],
+    [['/admin/groups/:name'], ['GET', 'PUT', 'DELETE']],
   ] as const;
   for (const [paths, allow] of methodsOf) {
     for (const path of paths) {

@@ -4,7 +4,7 @@ import { UpdaterError } from '../../../shared/errors.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
 import type { Peer } from '../../../shared/rpc.js';
 import type { ActorContext } from '../../runtime.js';
-import type { AdminRoute, UploadHeaders } from './route-types.js';
+import { STREAMED_BODY, type AdminRoute, type UploadHeaders } from './route-types.js';
 import { sendError, sendJson, type Exchange } from '../server/respond.js';
 import { UploadSink } from './upload-sink.js';
 
@@ -27,7 +27,7 @@ export function registerUploadRoutes(route: AdminRoute, ctx: ActorContext): void
   route('put', '/admin/binaries', 'admin_upload', async (ex, _body, query) => {
     const outcome = await receiveUpload(ex, query.upload!, max, store, query.audited);
     if (outcome) ctx.log.info({ hash: outcome.hash, size: outcome.size, created: outcome.created }, 'admin: binary uploaded');
-  });
+  }, STREAMED_BODY);
 }
 
 const tooLarge = (max: number) => new UpdaterError('BODY_TOO_LARGE', `an upload must be at most ${max} bytes (admin.max_upload_mb)`);

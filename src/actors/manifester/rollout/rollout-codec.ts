@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isSha256Hex } from '../../../shared/hash.js';
 import { firstProblem } from '../../../shared/input.js';
-import { isPercent, parseRolloutPlan } from '../../../shared/rollout-plan.js';
+import { isPercent, parseRolloutPlan, planJson, type RolloutStep } from '../../../shared/rollout-plan.js';
 import type { PausedReason, Rollout, RolloutState, TargetRef } from './rollout.js';
 
 // A rollout as `store.state_file` records it, with everything a restart needs to go on where
@@ -13,10 +13,14 @@ import type { PausedReason, Rollout, RolloutState, TargetRef } from './rollout.j
 export interface PersistedRollout {
   target: TargetRef;
   stable: TargetRef | null;
-  steps: number[];
+  steps: RolloutStep[];
   step_interval: string;
   max_failure_rate: number;
   min_reports: number;
+  /** Absent in files written before group steps: the index of the percent then. */
+  step?: number;
+  start_at?: number;
+  window?: unknown;
   percent: number;
   state: RolloutState;
   paused_reason: PausedReason | null;
@@ -32,10 +36,8 @@ export function encodeRollout(r: Rollout): PersistedRollout {
   return {
     target: { ...r.target },
     stable: r.stable && { ...r.stable },
-    steps: [...r.plan.steps],
-    step_interval: r.plan.stepInterval,
-    max_failure_rate: r.plan.maxFailureRate,
-    min_reports: r.plan.minReports,
+    ...(planJson(r.plan) as Pick<PersistedRollout, 'steps' | 'step_interval' | 'max_failure_rate' | 'min_reports' | 'start_at' | 'window'>),
+    step: r.step,
     percent: r.percent,
     state: r.state,
     paused_reason: r.pausedReason,
@@ -48,7 +50,7 @@ export function encodeRollout(r: Rollout): PersistedRollout {
   };
 }
 
-const STATES = ['running', 'paused', 'complete', 'aborted'] as const satisfies readonly RolloutState[];
+const STATES = ['scheduled', 'running', 'paused', 'complete', 'aborted'] as const satisfies readonly RolloutState[];
 
 /** A value that passes `guard`, or an issue with `message` at its key path. */
 export const checked = <T>(guard: (value: unknown) => value is T, message: string) => z.custom<T>(guard, { error: message });
@@ -73,6 +75,9 @@ const persistedRollout = z.object({
   step_interval: z.unknown().optional(),
   max_failure_rate: z.unknown().optional(),
   min_reports: z.unknown().optional(),
+  start_at: z.unknown().optional(),
+  window: z.unknown().optional(),
+  step: checked(isCount, 'must be a step index').optional(),
   percent: checked(isPercent, 'must be a number from 0 to 100'),
   state: z.enum(STATES, { error: `must be one of ${STATES.join(', ')}` }),
   paused_reason: z.enum(['failure_rate', 'operator'], { error: 'does not fit the state' }).nullable(),
@@ -94,16 +99,22 @@ export function decodeRollout(value: unknown, trackHash: string): Rollout {
   const r = parsed.data;
   let plan;
   try {
-    plan = parseRolloutPlan({ steps: r.steps, step_interval: r.step_interval, max_failure_rate: r.max_failure_rate, min_reports: r.min_reports });
+    plan = parseRolloutPlan({
+      steps: r.steps, step_interval: r.step_interval, max_failure_rate: r.max_failure_rate, min_reports: r.min_reports,
+      ...(r.start_at !== undefined ? { start_at: r.start_at } : {}), ...(r.window !== undefined ? { window: r.window } : {}),
+    });
   } catch (err) {
     throw new Error((err as Error).message, { cause: err });
   }
   if (r.target.hash !== trackHash) throw new Error(`target.hash is not the track's hash ${trackHash}`);
   const pausedReason = r.paused_reason;
   if (r.state === 'paused' ? pausedReason === null : pausedReason !== null) throw new Error('paused_reason does not fit the state');
-  if ((r.state === 'running') !== (r.next_step_at_ms !== null)) throw new Error('next_step_at_ms is set exactly when the rollout runs');
+  const timed = r.state === 'scheduled' || (r.state === 'running' && plan.stepIntervalMs !== null);
+  if (timed !== (r.next_step_at_ms !== null)) throw new Error('next_step_at_ms is set exactly when the rollout is scheduled or runs on a timer');
+  const step = r.step ?? Math.max(0, plan.steps.indexOf(r.percent));
+  if (step >= plan.steps.length) throw new Error('step is past the last step');
   return {
-    target: r.target, stable: r.stable, plan, percent: r.percent, state: r.state, pausedReason, rollback: r.rollback,
+    target: r.target, stable: r.stable, plan, step, percent: r.percent, state: r.state, pausedReason, rollback: r.rollback,
     startedAtMs: r.started_at_ms, healthSinceMs: r.health_since_ms, nextStepAtMs: r.next_step_at_ms, reports: r.reports, held: [...r.held],
   };
 }

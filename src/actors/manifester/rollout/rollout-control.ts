@@ -1,6 +1,7 @@
 import type { RolloutCommand, RolloutView } from '../../../messages/manifester.js';
 import { parseTrackKey, trackKey } from '../../../shared/artifact-key.js';
 import type { Logger } from '../../../shared/logger.js';
+import { groupsOf } from '../../../shared/rollout-plan.js';
 import { advance, applyAction, judgeHealth, rolloutView, setPercent } from './rollout.js';
 import type { TrackAdmin } from '../track-admin.js';
 import type { TrackTable } from '../tracks.js';
@@ -57,13 +58,22 @@ export class RolloutControl {
     return rollout ? rolloutView(rollout) : null;
   }
 
+  groupsInUse(): string[] {
+    const names = new Set<string>();
+    for (const track of this.deps.tracks.all()) {
+      const r = track.rollout;
+      if (r && r.state !== 'complete' && r.state !== 'aborted') for (const name of groupsOf(r.plan)) names.add(name);
+    }
+    return [...names].sort();
+  }
+
   /** One round: health first, then the timer. Errors are logged; the next tick tries again. */
   async tick(): Promise<void> {
     try {
       await this.checkHealth();
       for (const track of this.deps.tracks.all()) {
         const r = track.rollout;
-        if (r?.state !== 'running' || advance(r, Date.now()) === r) continue;
+        if ((r?.state !== 'running' && r?.state !== 'scheduled') || advance(r, Date.now()) === r) continue;
         await this.deps.admin.updateRollout(track.key, (current) => advance(current, Date.now()));
       }
     } catch (err) {

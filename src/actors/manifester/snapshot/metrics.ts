@@ -1,8 +1,8 @@
 import { Histogram, type Registry } from 'prom-client';
-import type { DeliveryObserver } from './publisher.js';
+import type { DeliveryObserver } from '../../../shared/long-poll.js';
 
 // How long a change takes to reach every front-end's decision snapshot: from the first change
-// a snapshot carries to the last front-end's acknowledgement of it (publisher.ts). The
+// a snapshot carries to the last front-end's acknowledgement of it (src/shared/long-poll.ts). The
 // documented bound is 100 ms (docs/architecture.md, "The heartbeat path").
 
 export function snapshotDeliveryHistogram(registry: Registry): DeliveryObserver {

@@ -1,11 +1,14 @@
 import t, { type Test } from 'tap';
 import { inCohort } from '../../../../src/shared/decision/cohort.js';
-import { routeDevice } from '../../../../src/shared/decision/route.js';
+import { routeDevice, type RoutingFacts } from '../../../../src/shared/decision/route.js';
+import { WindowClock } from '../../../../src/shared/decision/window-clock.js';
 import {
   advance, applyAction, judgeHealth, replaced, rolloutView, setPercent, startRollout, successorBasis,
   type Rollout, type TargetRef,
 } from '../../../../src/actors/manifester/rollout/rollout.js';
 import { parseRolloutPlan } from '../../../../src/shared/rollout-plan.js';
+
+const route = (r: RoutingFacts, deviceId: string, versionHash: string) => routeDevice(r, { deviceId, versionHash }, new WindowClock()).route;
 
 const STABLE: TargetRef = { hash: 'a'.repeat(64), version: '1.0.0', size: 100 };
 const T: TargetRef = { hash: 'b'.repeat(64), version: '1.1.0', size: 110 };
@@ -119,17 +122,17 @@ t.test('devices are routed by cohort and state', async (t) => {
   const r = start();
   const inside = ids.find((id) => inCohort(id, T.hash, 10))!;
   const outside = ids.find((id) => !inCohort(id, T.hash, 10))!;
-  t.equal(routeDevice(r, inside, OTHER), 'target', 'in the cohort: the target');
-  t.equal(routeDevice(r, outside, OTHER), 'stable', 'outside: the stable target');
-  t.equal(routeDevice(r, outside, T.hash), 'target', 'a device on the target is never sent back');
+  t.equal(route(r, inside, OTHER), 'target', 'in the cohort: the target');
+  t.equal(route(r, outside, OTHER), 'stable', 'outside: the stable target');
+  t.equal(route(r, outside, T.hash), 'target', 'a device on the target is never sent back');
   const paused = applyAction(r, 'pause', false, 1);
-  t.equal(routeDevice(paused, inside, OTHER), 'stable', 'paused: no one new is offered the target');
-  t.equal(routeDevice(paused, inside, T.hash), 'target', 'paused: devices on it stay');
+  t.equal(route(paused, inside, OTHER), 'stable', 'paused: no one new is offered the target');
+  t.equal(route(paused, inside, T.hash), 'target', 'paused: devices on it stay');
   const aborted = applyAction(r, 'abort', false, 1);
-  t.equal(routeDevice(aborted, inside, OTHER), 'stable');
-  t.equal(routeDevice(aborted, inside, T.hash), 'target', 'aborted without rollback: no downgrade');
-  t.equal(routeDevice(applyAction(r, 'abort', true, 1), inside, T.hash), 'stable', 'aborted with rollback: back to stable');
-  t.equal(routeDevice(applyAction(r, 'complete', false, 1), outside, OTHER), 'target', 'complete: everyone');
+  t.equal(route(aborted, inside, OTHER), 'stable');
+  t.equal(route(aborted, inside, T.hash), 'target', 'aborted without rollback: no downgrade');
+  t.equal(route(applyAction(r, 'abort', true, 1), inside, T.hash), 'stable', 'aborted with rollback: back to stable');
+  t.equal(route(applyAction(r, 'complete', false, 1), outside, OTHER), 'target', 'complete: everyone');
 });
 
 t.test('a new publish replaces a rollout and remembers its target', async (t) => {
@@ -141,7 +144,7 @@ t.test('a new publish replaces a rollout and remembers its target', async (t) =>
   t.same(basis, { stable: STABLE, held: [T.hash] }, 'the stable target carries over; the old target is held');
   const next = startRollout(plan, { hash: OTHER, version: '1.2.0', size: 120 }, basis, 5);
   const outside = Array.from({ length: 200 }, (_, i) => `dev-${i}`).find((id) => !inCohort(id, OTHER, 10))!;
-  t.equal(routeDevice(next, outside, T.hash), 'stay', 'devices on the replaced target are not downgraded');
+  t.equal(route(next, outside, T.hash), 'stay', 'devices on the replaced target are not downgraded');
   t.same(successorBasis({ ...T, rollout: applyAction(r, 'abort', true, 1) }).held, [], 'a rolled-back target is not held');
   t.same(successorBasis(T), { stable: T, held: [] }, 'without a rollout the track\'s target is stable');
   t.same(successorBasis({ ...T, rollout: applyAction(r, 'complete', false, 1) }).stable, T);

@@ -1,20 +1,25 @@
 import t from 'tap';
-import { SnapshotPublisher } from '../../../../src/actors/manifester/snapshot/publisher.js';
-import type { DecisionSnapshot } from '../../../../src/messages/decision-snapshot.js';
+import { LongPollPublisher } from '../../src/shared/long-poll.js';
 
-// The long poll that carries decision snapshots to the front-ends, and the acknowledgement
-// that lets an operator's change return only once every front-end answers from it.
+// The long poll that carries snapshots to the front-ends (the manifester's decisions, the
+// fleet's targeting index), and the acknowledgement that lets an operator's change return only
+// once every front-end answers from it.
 
 function publisher(settleMs = 60_000) {
   let builds = 0;
   let nowMs = 1_000_000;
-  const p = new SnapshotPublisher((version, encoding) => {
+  const p = new LongPollPublisher<'json' | 'cbor', Built>((version, kind) => {
     builds++;
-    return { version, defaultTrack: encoding, tracks: new Map(), binaries: new Map(), transfers: new Map(), bytes: 0 } as DecisionSnapshot<never>;
+    return { version, kind };
   }, (seconds) => deliveries.push(seconds), () => nowMs, settleMs);
   const deliveries: number[] = [];
   t.teardown(() => p.stop());
   return { p, builds: () => builds, deliveries, advance: (ms: number) => (nowMs += ms) };
+}
+
+interface Built {
+  readonly version: string;
+  readonly kind: string;
 }
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -23,8 +28,8 @@ t.test('a front-end that knows nothing is answered at once; one that is current 
   const { p, builds } = publisher();
   const first = await p.poll('http', '', 'json');
   t.equal(first?.version, p.version);
-  t.equal(first?.defaultTrack, 'json', 'built for the encoding asked');
-  let next: DecisionSnapshot<unknown> | null | undefined;
+  t.equal(first?.kind, 'json', 'built for the kind asked');
+  let next: Built | null | undefined;
   const held = p.poll('http', first!.version, 'json').then((s) => (next = s));
   await turn();
   t.equal(next, undefined, 'nothing changed: the poll is held');
@@ -78,11 +83,11 @@ t.test('settled gives up after its bound when a front-end does not acknowledge',
   t.pass('returned after the bound');
 });
 
-t.test('stop answers every held poll with null', async (t) => {
+t.test('stop answers every held poll with null and refuses later ones, so no front-end asks in a loop', async (t) => {
   const { p } = publisher();
   const s = (await p.poll('http', '', 'json'))!;
   const held = p.poll('http', s.version, 'json');
   p.stop();
   t.equal(await held, null);
-  t.equal(await p.poll('http', s.version, 'json'), null, 'and every later one');
+  await t.rejects(p.poll('http', s.version, 'json'), { code: 'ACTOR_UNAVAILABLE' }, 'a later one is refused (the front-end waits before asking again)');
 });

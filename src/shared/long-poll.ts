@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import type { DecisionSnapshot } from '../../../messages/decision-snapshot.js';
-import type { AnswerEncoding, EncodedAnswer } from '../../../messages/manifester.js';
+import { UpdaterError } from './errors.js';
 
-// Hands the front-ends the manifester's decision snapshot (src/messages/decision-snapshot.ts)
-// by long poll, the way the fleet hands them device trust: a front-end asks with the version
-// it holds and is answered at once when there is a newer one, else as soon as one is made
-// (or with null after POLL_HOLD_MS, and it asks again). Its next ask carries the version it
-// now holds, which is how the manifester knows what each front-end answers from: an
+// Hands the front-ends a versioned snapshot by long poll: the manifester its decision snapshot
+// (src/messages/decision-snapshot.ts), the fleet actor its targeting index. A front-end asks
+// with the version it holds and is answered at once when there is a newer one, else as soon
+// as one is made (or with null after POLL_HOLD_MS, and it asks again). Its next ask carries
+// the version it now holds, which is how the owner knows what each front-end answers from: an
 // operator's change returns only once every front-end holds it (`settled`), so the next
-// heartbeat after a publish, a rollout command or an abort is answered by it.
+// heartbeat after a publish, a rollout command, an abort or a tag is answered by it.
 //
 //   change ─▶ changed(): dirty ─(PUBLISH_DELAY_MS, coalesced)─▶ new version ─▶ waiting polls answered
 //   front-end ─poll(known)─▶ ack of `known` ─▶ settled() waiters released once every front-end acked
@@ -22,7 +21,8 @@ const SETTLE_MS = 1_000;
 /** A front-end that has not polled for this long (stopped, restarting) is not waited for. */
 const POLLER_FORGET_MS = 3 * POLL_HOLD_MS;
 
-type Build = <E extends AnswerEncoding>(version: string, encoding: E) => DecisionSnapshot<EncodedAnswer[E]>;
+/** Builds the snapshot of `version` in the form `kind` (an encoding, say): each kind asked for is built once per version. */
+type Build<K extends string, S> = (version: string, kind: K) => S;
 
 /** Told, per change, how long it took from the change until every front-end held it (seconds). */
 export type DeliveryObserver = (seconds: number) => void;
@@ -30,9 +30,9 @@ export type DeliveryObserver = (seconds: number) => void;
 /** Versions not yet held everywhere whose delivery time is still to be observed; older ones are dropped. */
 const MAX_UNDELIVERED = 64;
 
-interface Waiting {
-  readonly encoding: AnswerEncoding;
-  readonly resolve: (snapshot: DecisionSnapshot<unknown> | null) => void;
+interface Waiting<K, S> {
+  readonly kind: K;
+  readonly resolve: (snapshot: S | null) => void;
   readonly timer: NodeJS.Timeout;
 }
 
@@ -41,13 +41,13 @@ interface Settling {
   readonly done: () => void;
 }
 
-export class SnapshotPublisher {
+export class LongPollPublisher<K extends string, S> {
   /** Versions of another start of the manifester never equal this one's. */
   private readonly epoch = randomBytes(6).toString('hex');
   private serial = 0;
   private dirty = true;
-  private built: { [E in AnswerEncoding]?: DecisionSnapshot<EncodedAnswer[E]> } = {};
-  private readonly waiting = new Set<Waiting>();
+  private built = new Map<K, S>();
+  private readonly waiting = new Set<Waiting<K, S>>();
   private readonly pollers = new Map<string, { serial: number; atMs: number }>();
   private readonly settling = new Set<Settling>();
   private timer: NodeJS.Timeout | undefined;
@@ -58,7 +58,7 @@ export class SnapshotPublisher {
 
   /** `settleMs` and `now` are for tests. */
   constructor(
-    private readonly build: Build,
+    private readonly build: Build<K, S>,
     private readonly delivered: DeliveryObserver = () => undefined,
     private readonly now: () => number = Date.now,
     private readonly settleMs = SETTLE_MS,
@@ -78,15 +78,16 @@ export class SnapshotPublisher {
   }
 
   /** A front-end's ask: the snapshot when it differs from `known`, else the next one, or null after POLL_HOLD_MS. */
-  poll<E extends AnswerEncoding>(poller: string, known: string, encoding: E): Promise<DecisionSnapshot<EncodedAnswer[E]> | null> {
+  poll(poller: string, known: string, kind: K): Promise<S | null> {
     this.acknowledge(poller, known);
-    if (this.stopped) return Promise.resolve(null);
+    // Refused, not answered null: a front-end asks again at once after a null, and waits after a refusal.
+    if (this.stopped) return Promise.reject(new UpdaterError('ACTOR_UNAVAILABLE', 'the manifester is stopping'));
     this.advance();
-    if (known !== this.version) return Promise.resolve(this.snapshot(encoding));
+    if (known !== this.version) return Promise.resolve(this.snapshot(kind));
     return new Promise((resolve) => {
-      const waiting: Waiting = {
-        encoding,
-        resolve: resolve as Waiting['resolve'],
+      const waiting: Waiting<K, S> = {
+        kind,
+        resolve,
         timer: setTimeout(() => {
           this.waiting.delete(waiting);
           resolve(null);
@@ -118,7 +119,7 @@ export class SnapshotPublisher {
     });
   }
 
-  /** Answers every waiting poll (null) and every waiting change: the manifester is stopping. */
+  /** Answers every waiting poll (null) and every waiting change, and refuses later polls: the manifester is stopping. */
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
@@ -137,7 +138,7 @@ export class SnapshotPublisher {
     this.advance();
     for (const w of this.waiting) {
       clearTimeout(w.timer);
-      w.resolve(this.snapshot(w.encoding));
+      w.resolve(this.snapshot(w.kind));
     }
     this.waiting.clear();
   }
@@ -146,14 +147,15 @@ export class SnapshotPublisher {
     if (!this.dirty) return;
     this.dirty = false;
     this.serial++;
-    this.built = {};
+    this.built = new Map();
     if (this.undelivered.length >= MAX_UNDELIVERED) this.undelivered.shift();
     this.undelivered.push({ serial: this.serial, sinceMs: this.dirtySinceMs });
   }
 
-  private snapshot<E extends AnswerEncoding>(encoding: E): DecisionSnapshot<EncodedAnswer[E]> {
-    const built = this.built as { [K in AnswerEncoding]?: DecisionSnapshot<EncodedAnswer[K]> };
-    return (built[encoding] ??= this.build(this.version, encoding) as never) as DecisionSnapshot<EncodedAnswer[E]>;
+  private snapshot(kind: K): S {
+    let built = this.built.get(kind);
+    if (built === undefined) this.built.set(kind, (built = this.build(this.version, kind)));
+    return built;
   }
 
   private acknowledge(poller: string, known: string): void {

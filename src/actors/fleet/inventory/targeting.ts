@@ -1,0 +1,139 @@
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
+import type { AttributesRecord, DeviceView, TagChange } from '../../../messages/fleet.js';
+import type { Database } from '../../../shared/database/schema.js';
+import { MAX_TAGS, refuse } from '../../../shared/targeting/names.js';
+import type { TargetFilter } from '../../../shared/targeting/filter.js';
+
+// Attributes and tags in the fleet database (migration 0013), and a filter as SQL: the same
+// meaning as `matches` in src/shared/targeting/filter.ts, in portable SQL (an EXISTS per tag
+// and per attribute condition, each an index probe), so that both engines answer alike.
+
+type Db = Kysely<Database>;
+/** No condition at all (an empty filter): a literal both engines read as true, with nothing bound. */
+export const EVERY = sql<SqlBool>`1 = 1`;
+/** Rows per statement: far below SQLite's 32,766 bound parameters and PostgreSQL's 65,535. */
+const CHUNK = 500;
+
+/** The filter as a condition on `devices` (an empty filter is no condition: undefined). */
+export function filterCondition(eb: ExpressionBuilder<Database, 'devices'>, filter: TargetFilter, nowMs: number): Expression<SqlBool> | undefined {
+  const all: Expression<SqlBool>[] = [];
+  if (filter.artifact !== undefined) all.push(eb('devices.artifact', '=', filter.artifact));
+  if (filter.versionHash !== undefined) all.push(eb('devices.version_hash', '=', filter.versionHash));
+  if (filter.seenWithinMs !== undefined) all.push(eb('devices.last_seen', '>=', Math.floor((nowMs - filter.seenWithinMs) / 1000)));
+  for (const tag of filter.tags ?? []) {
+    all.push(eb.exists(eb.selectFrom('device_tags as ft').select('ft.device_id')
+      .whereRef('ft.device_id', '=', 'devices.device_id').where('ft.tag', '=', tag)));
+  }
+  const attributes = filter.attributes ?? {};
+  for (const name of Object.keys(attributes)) {
+    all.push(eb.exists(eb.selectFrom('device_attributes as fa').select('fa.device_id')
+      .whereRef('fa.device_id', '=', 'devices.device_id').where('fa.name', '=', name).where('fa.value', 'in', [...attributes[name]!])));
+  }
+  return all.length === 0 ? undefined : eb.and(all);
+}
+
+/** How many devices the filter matches now. */
+export async function countMatching(db: Db, filter: TargetFilter, nowMs: number): Promise<number> {
+  const row = await db.selectFrom('devices').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where((eb) => filterCondition(eb, filter, nowMs) ?? EVERY).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Replaces each device's attribute set with the one it sent last (the latest per device wins). */
+export async function writeAttributes(db: Db, records: readonly AttributesRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  const latest = new Map<string, Readonly<Record<string, string>>>();
+  for (const r of records) latest.set(r.deviceId, r.attributes);
+  const ids = [...latest.keys()];
+  await db.transaction().execute(async (tx) => {
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const chunk = ids.slice(i, i + CHUNK);
+      await tx.deleteFrom('device_attributes').where('device_id', 'in', chunk).execute();
+      const rows = chunk.flatMap((id) => Object.entries(latest.get(id)!).map(([name, value]) => ({ device_id: id, name, value })));
+      for (let j = 0; j < rows.length; j += CHUNK) await tx.insertInto('device_attributes').values(rows.slice(j, j + CHUNK)).execute();
+    }
+  });
+}
+
+/** Adds `attributes` and `tags` to views read from the inventory (a device with none shows {} and []). */
+export async function withTargeting<V extends DeviceView>(db: Db, views: V[]): Promise<V[]> {
+  const ids = views.map((v) => v.device_id);
+  const attributes = new Map<string, Record<string, string>>();
+  const tags = new Map<string, string[]>();
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const chunk = ids.slice(i, i + CHUNK);
+    for (const row of await db.selectFrom('device_attributes').selectAll().where('device_id', 'in', chunk).orderBy('name').execute()) {
+      let set = attributes.get(row.device_id);
+      if (!set) attributes.set(row.device_id, (set = {}));
+      Object.defineProperty(set, row.name, { value: row.value, enumerable: true, writable: true, configurable: true });
+    }
+    for (const row of await db.selectFrom('device_tags').selectAll().where('device_id', 'in', chunk).orderBy('tag').execute()) {
+      const list = tags.get(row.device_id) ?? [];
+      if (list.length === 0) tags.set(row.device_id, list);
+      list.push(row.tag);
+    }
+  }
+  for (const view of views) {
+    view.attributes = attributes.get(view.device_id) ?? {};
+    view.tags = tags.get(view.device_id) ?? [];
+  }
+  return views;
+}
+
+/** Replaces a device's tags; false when the inventory does not hold the device. */
+export async function setTags(db: Db, deviceId: string, tags: readonly string[]): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    const known = await tx.selectFrom('devices').select('device_id').where('device_id', '=', deviceId).executeTakeFirst();
+    if (!known) return false;
+    await tx.deleteFrom('device_tags').where('device_id', '=', deviceId).execute();
+    if (tags.length > 0) await tx.insertInto('device_tags').values(tags.map((tag) => ({ device_id: deviceId, tag }))).execute();
+    return true;
+  });
+}
+
+/**
+ * Adds and removes tags on every device the filter matches, in one transaction; refused (and
+ * nothing changed) when a device would end with more than MAX_TAGS.
+ */
+export async function changeTags(db: Db, change: TagChange, nowMs: number): Promise<{ devices: number }> {
+  const { filter, add, remove } = change;
+  const matching = (eb: ExpressionBuilder<Database, 'devices'>) => filterCondition(eb, filter, nowMs) ?? EVERY;
+  return db.transaction().execute(async (tx) => {
+    const devices = Number((await tx.selectFrom('devices').select((eb) => eb.fn.countAll<number>().as('n')).where(matching).executeTakeFirstOrThrow()).n);
+    if (add.length > 0) {
+      const touched = [...new Set([...add, ...remove])];
+      const over = await tx.selectFrom('devices').select((eb) => eb.fn.countAll<number>().as('n')).where(matching)
+        .where((eb) => eb(eb.selectFrom('device_tags as kept').select((k) => k.fn.countAll<number>().as('k'))
+          .whereRef('kept.device_id', '=', 'devices.device_id').where('kept.tag', 'not in', touched), '>', MAX_TAGS - add.length))
+        .executeTakeFirstOrThrow();
+      if (Number(over.n) > 0) refuse('add', `would give ${Number(over.n)} device(s) more than ${MAX_TAGS} tags; nothing was changed`);
+    }
+    if (remove.length > 0) {
+      await tx.deleteFrom('device_tags').where('tag', 'in', [...remove])
+        .where('device_id', 'in', (eb) => eb.selectFrom('devices').select('devices.device_id').where(matching)).execute();
+    }
+    for (const tag of add) {
+      // `where` on the SELECT keeps SQLite from reading ON CONFLICT as a join constraint.
+      await tx.insertInto('device_tags').columns(['device_id', 'tag'])
+        .expression((eb) => eb.selectFrom('devices').select(['devices.device_id', sql<string>`cast(${tag} as text)`.as('tag')]).where(matching)
+          .where('devices.device_id', 'is not', null))
+        .onConflict((oc) => oc.columns(['device_id', 'tag']).doNothing()).execute();
+    }
+    return { devices };
+  });
+}
+
+/** What deleting or pruning devices must also delete, so that a device id that comes back starts bare. */
+export async function forgetTargeting(db: Db, deviceIds: readonly string[] | 'orphans'): Promise<void> {
+  if (deviceIds === 'orphans') {
+    for (const table of ['device_tags', 'device_attributes'] as const) {
+      await db.deleteFrom(table).where((eb) => eb.not(eb.exists(eb.selectFrom('devices').select('devices.device_id').whereRef('devices.device_id', '=', `${table}.device_id`)))).execute();
+    }
+    return;
+  }
+  for (let i = 0; i < deviceIds.length; i += CHUNK) {
+    const chunk = deviceIds.slice(i, i + CHUNK);
+    await db.deleteFrom('device_tags').where('device_id', 'in', chunk).execute();
+    await db.deleteFrom('device_attributes').where('device_id', 'in', chunk).execute();
+  }
+}

@@ -1,0 +1,3 @@
+import { targetingCase } from './targeting-admin-case.js';
+
+targetingCase('postgres');
