@@ -174,7 +174,7 @@ export function judgeHealth(r: Rollout, counts: ReportCounts): Rollout {
 
 /** A new publish on the track replaces this rollout: it is aborted, without rollback. */
 export function replaced(r: Rollout): Rollout {
-  return r.state === 'running' || r.state === 'paused' ? aborted(r, false) : r;
+  return r.state === 'running' || r.state === 'paused' || r.state === 'scheduled' ? aborted(r, false) : r;
 }
 
 /** Whether devices are still being sent somewhere other than the target (the stable target matters). */

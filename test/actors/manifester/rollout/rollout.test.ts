@@ -149,6 +149,9 @@ t.test('a new publish replaces a rollout and remembers its target', async (t) =>
   t.same(successorBasis(T), { stable: T, held: [] }, 'without a rollout the track\'s target is stable');
   t.same(successorBasis({ ...T, rollout: applyAction(r, 'complete', false, 1) }).stable, T);
   t.equal(replaced(applyAction(r, 'complete', false, 1)).state, 'complete', 'a finished rollout is left as it is');
+  const scheduled = startRollout(parseRolloutPlan({ steps: [100], start_at: 4_000_000_000 }), { hash: OTHER, version: '1.2.0', size: 120 }, basis, 5);
+  t.equal(scheduled.state, 'scheduled');
+  t.equal(replaced(scheduled).state, 'aborted', 'a scheduled rollout is replaced like a running one');
 });
 
 t.test('the rollout object of a publish is validated', async (t) => {
