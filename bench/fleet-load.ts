@@ -40,17 +40,31 @@ export function fleetHeartbeat(id: string, shape: HeartbeatShape): Record<string
  * `tokensFile` (one device token a line, device 0 first) each request also carries its
  * device's `Authorization: Bearer` header, as a fleet does with `devices.auth: on`.
  */
-export async function writeCyclingScript(dir: string, name: string, shape: HeartbeatShape, devices: number, tokensFile?: string, first = 0): Promise<string> {
-  if (devices > 10 ** ID_DIGITS) throw new RangeError(`at most ${10 ** ID_DIGITS} device ids`);
+/**
+ * A second shape for every `every`-th device (a tenth of the fleet on a rollout's target, say),
+ * and ids counted from `idOffset` (a fleet of its own beside another side's).
+ */
+export interface CyclingVariant {
+  readonly every: number;
+  readonly shape: HeartbeatShape;
+  readonly idOffset: number;
+}
+
+export async function writeCyclingScript(dir: string, name: string, shape: HeartbeatShape, devices: number, tokensFile?: string, first = 0, variant?: CyclingVariant): Promise<string> {
+  const offset = variant?.idOffset ?? 0;
+  if (devices + offset > 10 ** ID_DIGITS) throw new RangeError(`at most ${10 ** ID_DIGITS} device ids`);
   const path = join(dir, `${name}.lua`);
   const [prefix, suffix] = JSON.stringify(fleetHeartbeat('@@', shape)).split('"@@"');
-  if (`${prefix}${suffix}`.includes(']==]')) throw new RangeError('the body cannot be embedded in a Lua long string');
+  const [otherPrefix, otherSuffix] = variant ? JSON.stringify(fleetHeartbeat('@@', variant.shape)).split('"@@"') : [prefix, suffix];
+  if (`${prefix}${suffix}${otherPrefix}${otherSuffix}`.includes(']==]')) throw new RangeError('the body cannot be embedded in a Lua long string');
   await writeFile(path, [
     'wrk.method = "POST"',
     'local headers = { ["Content-Type"] = "application/json" }',
     `local n = ${Math.floor(first) % devices}`,
     `local prefix = [==[${prefix}"]==]`,
     `local suffix = [==["${suffix}]==]`,
+    `local otherPrefix = [==[${otherPrefix}"]==]`,
+    `local otherSuffix = [==["${otherSuffix}]==]`,
     ...(tokensFile ? [
       'local tokens = {}',
       `for line in io.lines([==[${tokensFile}]==]) do tokens[#tokens + 1] = line end`,
@@ -58,7 +72,8 @@ export async function writeCyclingScript(dir: string, name: string, shape: Heart
     ] : []),
     'request = function()',
     ...(tokensFile ? ['  headers["Authorization"] = "Bearer " .. tokens[n + 1]'] : []),
-    `  local body = prefix .. string.format("${ID_PREFIX}%0${ID_DIGITS}d", n) .. suffix`,
+    `  local id = string.format("${ID_PREFIX}%0${ID_DIGITS}d", n + ${offset})`,
+    `  local body = ${variant ? `n % ${variant.every} == 0 and (otherPrefix .. id .. otherSuffix) or ` : ''}(prefix .. id .. suffix)`,
     `  n = (n + 1) % ${devices}`,
     '  return wrk.format(nil, nil, headers, body)',
     'end',

@@ -13,7 +13,8 @@ import type { BareWorkerData } from './bare-uws.js';
 import { collectWarnings, processCpuSeconds, reportWarnings, startNodeProcess, stopNodeProcess, THIS_ROOT } from './builds.js';
 import { coapOnce, DEDUP_CACHE_BYTES } from './coap.js';
 import { coapLoad, sleep } from './coap-load.js';
-import { coapHeartbeatTemplate, cycleCoapDevices, deviceId, fleetHeartbeat, histogramQuantile, sumMetric, writeCyclingScript } from './fleet-load.js';
+import { coapHeartbeatTemplate, cycleCoapDevices, deviceId, fleetHeartbeat, histogramQuantile, sumMetric, writeCyclingScript, type CyclingVariant, type HeartbeatShape } from './fleet-load.js';
+import { prepareTargeted, tagCanaries } from './heartbeat-targeted.js';
 import { AUTH_CONFIG, enrollFleet } from './heartbeat-auth.js';
 import { cpuPlan, pinThisProcess } from './pinning.js';
 import { monotonicUs, profileText, readProfiles, type Window } from './profile.js';
@@ -39,7 +40,7 @@ import { runWrk } from './wrk.js';
 //
 // Knobs (environment): BENCH_HEARTBEAT_SECONDS, _ROUNDS, _DEVICES, _ENGINES (sqlite,postgres),
 // _TRANSPORTS (http,coap), _KINDS (current; delta adds a device one version behind, answered
-// with a signed delta), _AUTH (off | on | off,on: `devices.auth: on`, every device enrolled
+// with a signed delta; targeted a track with a group step and a window, heartbeat-targeted.ts), _AUTH (off | on | off,on: `devices.auth: on`, every device enrolled
 // first, heartbeat-auth.ts; off,on measures a server of each beside the other in the same rounds), _PROFILE (a directory: the servers run with `node --cpu-prof`, and a
 // per-thread summary of where their CPU went is printed at the end, profile.ts).
 
@@ -54,7 +55,7 @@ export const BINARY_BYTES = 256 * 1024;
 export const DEVICES = positiveInt(process.env.BENCH_HEARTBEAT_DEVICES, 100_000);
 const ENGINES = listOf('BENCH_HEARTBEAT_ENGINES', ['sqlite', 'postgres'], ['sqlite', 'postgres']) as Engine[];
 const TRANSPORTS = listOf('BENCH_HEARTBEAT_TRANSPORTS', ['http', 'coap'], ['http', 'coap']) as Transport[];
-const KINDS = listOf('BENCH_HEARTBEAT_KINDS', ['current'], ['current', 'delta']) as Kind[];
+const KINDS = listOf('BENCH_HEARTBEAT_KINDS', ['current'], ['current', 'delta', 'targeted']) as Kind[];
 const AUTH_MODES = listOf('BENCH_HEARTBEAT_AUTH', ['off'], ['off', 'on']);
 const AUTH = AUTH_MODES.includes('on');
 const PROFILE_DIR = process.env.BENCH_HEARTBEAT_PROFILE;
@@ -70,9 +71,12 @@ const GOAL_MAX_AUTH_CPU_RATIO = 1.05;
 const GOAL_MIN_ENGINE_RATIO = 0.9;
 const GOAL_MAX_ENGINE_CPU_RATIO = 1.1;
 const GOAL_LAG_P99_S = 2;
+/** A track whose rollout has a group step and a window / a plain track: within 5 % (issue 39). */
+const GOAL_MIN_TARGETED_RATIO = 0.95;
+const GOAL_MAX_TARGETED_CPU_RATIO = 1.05;
 
 type Transport = 'http' | 'coap';
-type Kind = 'current' | 'delta';
+type Kind = 'current' | 'delta' | 'targeted';
 
 interface Server {
   /** The engine, with `+auth` when the server runs with `devices.auth: on`. */
@@ -146,7 +150,9 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
   const v2 = await fixture.writeBinary('v2.bin', nextVersion(firmware(BINARY_BYTES, 'bench-v1'), 'bench-v2'));
   // The `legacy` track keeps v1 known to the store, so a device on v1 gets a delta.
   const artifacts = [{ name: 'app', version: '2.0.0', binary: v2.path }, { name: 'legacy', version: '1.0.0', binary: v1.path }];
-  const shapes: Record<Kind, { versionHash: string }> = { current: { versionHash: v2.hash }, delta: { versionHash: v1.hash } };
+  const shapes: Record<Kind, HeartbeatShape> = { current: { versionHash: v2.hash }, delta: { versionHash: v1.hash }, targeted: { versionHash: v2.hash } };
+  const v3 = KINDS.includes('targeted') ? await fixture.writeBinary('v3.bin', nextVersion(await readFile(v2.path), 'bench-v3')) : undefined;
+  let variant: CyclingVariant | undefined;
   for (const engine of ENGINES) for (const mode of AUTH_MODES) {
     const server = await startServer(fixture, engine, mode === 'on', artifacts);
     servers.push(server);
@@ -162,13 +168,17 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     await enrollFleet(authServers[0]!.url, DEVICES, tokensFile);
     console.log(`  enrolled ${formatNumber(DEVICES, 0)} devices in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
+  if (v3) {
+    if (AUTH) throw new RangeError('BENCH_HEARTBEAT_KINDS=targeted measures servers with device tokens off');
+    for (const server of servers) ({ shape: shapes.targeted, variant } = await prepareTargeted(server.url, v2, v3, DEVICES));
+  }
   // The signed delta is made on first demand: wait for it before measuring (with a token where auth is on).
   const firstToken = tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
   if (KINDS.includes('delta')) for (const server of servers) await heartbeatUntilSigned(server.url, v1.hash, 'app', undefined, server.auth ? firstToken : undefined);
 
   // The exact bytes the servers answer, so the baselines answer the same.
   const answers: BareWorkerData['answers'] = {};
-  for (const kind of KINDS) {
+  for (const kind of KINDS.filter((k) => k !== 'targeted')) {
     const sizes: string[] = [];
     for (const server of servers) {
       const answer = await httpAnswer(`${server.url}/heartbeat`, JSON.stringify(fleetHeartbeat(deviceId(0), shapes[kind])), server.auth ? tokensFile : undefined);
@@ -193,7 +203,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     const http = (url: string, name: string, tokens: string | undefined) => {
       let first = 0;
       return async (seconds: number) => {
-        const script = await writeCyclingScript(fixture.dir, `cycling-${kind}-${name}`, shapes[kind], DEVICES, tokens, first);
+        const script = await writeCyclingScript(fixture.dir, `cycling-${kind}-${name}`, shapes[kind], DEVICES, tokens, first, kind === 'targeted' ? variant : undefined);
         const r = await runWrk({ url, script, threads: THREADS, connections: CONNECTIONS, seconds });
         // A refused or failed request is answered fast; counting it would flatter the server.
         if (r.errors > 0) throw new Error(`${url}: ${r.errors} failed requests of ${r.requests}; the figure would be meaningless`);
@@ -202,7 +212,8 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
       };
     };
     if (TRANSPORTS.includes('http')) {
-      sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, 'bare', undefined), runs: [] });
+      // The targeted kind is measured against the plain track of the same server, not a bare handler.
+      if (kind !== 'targeted') sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, 'bare', undefined), runs: [] });
       for (const server of servers) {
         sides.push({ label: `${server.name} http ${kind}`, transport: 'http', kind, name: server.name, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`, server.name, server.auth ? tokensFile : undefined), runs: [] });
       }
@@ -251,6 +262,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     }
   }
   console.log(`  every server met all ${formatNumber(DEVICES, 0)} devices once before the rounds (${((performance.now() - passStarted) / 1000).toFixed(0)} s)`);
+  if (v3) for (const server of servers) console.log(`  ${server.name}: tagged ${formatNumber(await tagCanaries(server.url, v3.hash), 0)} devices of the targeted track's fleet`);
   for (let round = 0; round < ROUNDS; round++) {
     for (const side of roundOrder(sides, round)) {
       const run = await measure(side, SECONDS);
@@ -296,6 +308,15 @@ function ratioRows(sides: readonly Side[], servers: readonly Server[]): RatioRow
   const find = (transport: Transport, kind: Kind, name: Side['name']) => sides.find((s) => s.transport === transport && s.kind === kind && s.name === name);
   const rate = (s: Side) => s.runs.map((r) => r.perSecond);
   const cpu = (s: Side) => s.runs.map((r) => r.cpuUsPerHeartbeat);
+  for (const { name } of servers) {
+    const targeted = find('http', 'targeted', name);
+    const plain = find('http', 'current', name);
+    if (!targeted || !plain) continue;
+    rows.push(
+      roundRatioRow(`${name} HTTP heartbeat/s, group step and window / plain track`, rate(targeted), rate(plain), { goal: { min: GOAL_MIN_TARGETED_RATIO } }),
+      roundRatioRow(`${name} HTTP heartbeat CPU, group step and window / plain track`, cpu(targeted), cpu(plain), { goal: { max: GOAL_MAX_TARGETED_CPU_RATIO } }),
+    );
+  }
   for (const transport of TRANSPORTS) {
     for (const kind of KINDS) {
       const bare = find(transport, kind, 'bare');
