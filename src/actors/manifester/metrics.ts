@@ -12,7 +12,7 @@ export interface RolloutGaugeSource {
   (): readonly { artifact: string; percent: number; state: string }[];
 }
 
-const ROLLOUT_STATES = ['running', 'paused', 'complete', 'aborted'] as const;
+const ROLLOUT_STATES = ['scheduled', 'running', 'paused', 'complete', 'aborted'] as const;
 
 /**
  * Counted in plain numbers on the heartbeat path and handed to prom-client only when

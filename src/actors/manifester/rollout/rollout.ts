@@ -175,7 +175,7 @@ export function judgeHealth(r: Rollout, counts: ReportCounts): Rollout {
 
 /** A new publish on the track replaces this rollout: it is aborted, without rollback. */
 export function replaced(r: Rollout): Rollout {
-  return r.state === 'running' || r.state === 'paused' ? aborted(r, false) : r;
+  return r.state === 'running' || r.state === 'paused' || r.state === 'scheduled' ? aborted(r, false) : r;
 }
 
 /** Which target a device is answered with: the rollout's target or the stable one. */
