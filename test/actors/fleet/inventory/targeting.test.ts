@@ -2,6 +2,7 @@ import t from 'tap';
 import type { HeartbeatRecord } from '../../../../src/messages/fleet.js';
 import * as q from '../../../../src/actors/fleet/inventory/queries.js';
 import { changeTags, countMatching, setTags, withTargeting, writeAttributes } from '../../../../src/actors/fleet/inventory/targeting.js';
+import { deleteGroup, groupNames, MAX_GROUPS, putGroup } from '../../../../src/actors/fleet/inventory/groups.js';
 import { parseAttributes } from '../../../../src/shared/targeting/attributes.js';
 import { matches, parseFilter, type DeviceFacts } from '../../../../src/shared/targeting/filter.js';
 import { ENGINES, openTestDatabase } from '../../../helpers/databases.js';
@@ -83,6 +84,15 @@ for (const engine of ENGINES) {
         if (inLab !== (d.tags!.includes('x') && !d.tags!.includes('night'))) t.fail(`${d.device_id}: ${d.tags}`);
       }
       t.pass('every lab device got x and lost night; no other did');
+    });
+
+    await t.test('groups are capped; replacing one is not adding one', async (t) => {
+      for (let i = 0; i < MAX_GROUPS; i++) await putGroup(db, `g${i}`, parseFilter({}), NOW);
+      await t.rejects(putGroup(db, 'one-more', parseFilter({}), NOW), { code: 'TOO_MANY_GROUPS' });
+      t.match(await putGroup(db, 'g0', parseFilter({ tags: ['lab'] }), NOW), { name: 'g0', filter: { tags: ['lab'] } }, 'a change of an existing group');
+      t.ok(await deleteGroup(db, 'g1', NOW));
+      t.equal((await putGroup(db, 'one-more', parseFilter({}), NOW)).name, 'one-more', 'room again after a delete');
+      t.equal((await groupNames(db)).length, MAX_GROUPS);
     });
   });
 }
