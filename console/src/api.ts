@@ -24,7 +24,7 @@ export function signOut(reason: SignOutReason): void {
 }
 
 /** One admin request with `token` (default: the stored one). */
-export async function request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, token = storedToken()): Promise<T> {
+export async function request<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown, token = storedToken()): Promise<T> {
   if (!token) {
     signOut('refused');
     throw new ApiError(401, 'UNAUTHORIZED', 'not signed in');
@@ -62,6 +62,7 @@ export async function request<T>(method: 'GET' | 'POST' | 'DELETE', path: string
 export const get = <T>(path: string) => request<T>('GET', path);
 export const post = <T>(path: string, body: unknown) => request<T>('POST', path, body);
 export const del = <T>(path: string) => request<T>('DELETE', path);
+export const put = <T>(path: string, body: unknown) => request<T>('PUT', path, body);
 
 /** A query string from the defined, non-empty values. */
 export function query(params: Record<string, string | number | null | undefined>): string {

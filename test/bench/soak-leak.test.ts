@@ -1,8 +1,8 @@
 import t from 'tap';
 import { runSoak, soakOptions, type SoakOptions } from '../../bench/soak.js';
 
-// The quick soak against a real server, twice: with a leak planted in the manifester through
-// its test-only fault hook (every heartbeat keeps 4 KiB of its heap), and without. A leak
+// The quick soak against a real server, twice: with a leak planted in the HTTP front-end through
+// its test-only fault hook (every heartbeat it answers keeps 4 KiB of its heap), and without. A leak
 // detector that has never caught a leak proves nothing, and one that fails a healthy server
 // is no better. Latency and the harness's saturation are not judged here (the machine is
 // shared with the rest of the suite); the memory judgement is.
@@ -36,9 +36,9 @@ t.test('the quick soak fails on a planted leak and names the actor that grew', a
   const result = await leaky;
   t.comment(result.reasons.join('\n'));
   t.not(result.verdict, 'PASS', 'the soak does not pass');
-  t.equal(result.plateau.grown[0], 'manifester', 'the manifester is named first');
+  t.equal(result.plateau.grown[0], 'http', 'the HTTP front-end is named first');
   t.ok(result.fill.readings.some((r) => r.budget === 'store.target_cache_mb' && r.filled), 'bsdiff-node generations filled the target cache');
-  t.ok(result.reasons.some((r) => r.startsWith('actor manifester grew')), 'the reason names it');
+  t.ok(result.reasons.some((r) => r.startsWith('actor http grew')), 'the reason names it');
 });
 
 t.test('the same quick soak passes its memory judgement without the leak', async (t) => {

@@ -71,3 +71,30 @@ t.test('formatting, labels and routes', async (t) => {
     t.same(router.parseHash('#/devices/%E0%A4%A').parts, ['devices', '%E0%A4%A'], 'bad escapes stay as typed');
   });
 });
+
+interface Targeting {
+  parseSteps(text: string): unknown[];
+  stepsText(steps: unknown[]): string;
+  parseTags(text: string): string[];
+  startAtSeconds(local: string): number | undefined;
+  windowBody(fields: { days: string[]; start: string; end: string; tz: string }): Record<string, unknown> | undefined;
+  trackFields(artifact: string): Record<string, string>;
+}
+
+t.test('the targeting forms turn text into API bodies', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'updater-console-targeting-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const m = await load<Targeting>('targeting.ts', dir);
+  t.same(m.parseSteps('canary, 5, 25 %, 100'), [{ group: 'canary' }, 5, 25, 100]);
+  t.same(m.parseSteps(' canary → 5 → 100 '), [{ group: 'canary' }, 5, 100]);
+  t.equal(m.stepsText([{ group: 'canary' }, 5, 100]), 'canary, 5, 100');
+  t.same(m.parseTags('lab, canary  lab'), ['canary', 'lab']);
+  t.same(m.parseTags(''), []);
+  t.equal(m.startAtSeconds(''), undefined);
+  t.equal(m.startAtSeconds('2026-12-05T01:00:00Z'), 1796432400);
+  t.equal(m.windowBody({ days: [], start: '', end: '', tz: '' }), undefined, 'no window');
+  t.same(m.windowBody({ days: ['sat', 'sun'], start: '02:00', end: '04:00', tz: '' }), { days: ['sat', 'sun'], start: '02:00', end: '04:00', tz: 'device' });
+  t.same(m.windowBody({ days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '02:00', end: '04:00', tz: 'UTC' }), { start: '02:00', end: '04:00', tz: 'UTC' }, 'every day is the default');
+  t.same(m.trackFields('app/linux/arm64'), { name: 'app', os: 'linux', arch: 'arm64' });
+  t.same(m.trackFields('app'), { name: 'app' });
+});

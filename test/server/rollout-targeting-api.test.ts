@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
-import { adminCall, trackOf } from '../helpers/admin.js';
+import { adminCall, eventually, trackOf } from '../helpers/admin.js';
 import { firmware, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';
 import { postJson } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
@@ -63,4 +63,13 @@ t.test('group steps, manual steps, start time and window over the admin API', as
     t.ok(refused.json.error.message.startsWith(`${field} `), refused.json.error.message);
   }
   t.equal((await trackOf(url, 'app')).hash, v3.hash, 'nothing was published');
+
+  // A real start time a few seconds ahead: scheduled until then, running from its first step after.
+  const v4 = await fixture.writeBinary('v4.bin', nextVersion(await readFile(v3.path), 'tg-v4'));
+  const soon = Math.floor(Date.now() / 1000) + 3;
+  t.match((await publish(v4.path, '4.0.0', { steps: [5, 100], step_interval: '1h', start_at: soon })).json.rollout, { state: 'scheduled', percent: 0 });
+  const running = await eventually('the start time passes', () => trackOf(url, 'app'), (tr) => tr?.rollout?.state === 'running', 20_000);
+  t.ok(Date.now() / 1000 >= soon, 'not before its start time');
+  t.match(running.rollout, { step: 0, percent: 5, start_at: soon });
+  t.ok(running.rollout.next_step_at >= soon + 3600, 'the first interval counts from the start');
 });

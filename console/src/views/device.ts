@@ -5,6 +5,7 @@ import { usePoll } from '../poll.js';
 import { href } from '../router.js';
 import type { DeviceDetail } from '../types.js';
 import { Freshness, Hash, Heading, Outcome, TableBox } from './common.js';
+import { DeviceTargeting } from './device-tags.js';
 
 /** One device: what it runs, what it reported, newest report first. */
 export function DeviceView({ deviceId }: { deviceId: string }) {
@@ -26,6 +27,7 @@ export function DeviceView({ deviceId }: { deviceId: string }) {
         <div><dt>First seen</dt><dd>${absoluteTime(d.first_seen)}</dd></div>
         <div><dt>Last seen</dt><dd>${absoluteTime(d.last_seen)} <span class="note">(${relativeTime(d.last_seen)})</span></dd></div>
       </dl>
+      <${DeviceTargeting} device=${d} onChanged=${polled.reload} />
       <section class="panel" aria-labelledby="reports-heading">
         <h2 id="reports-heading">Update reports</h2>
         ${d.reports.length === 0 ? html`<p>This device has not reported an update.</p>` : html`

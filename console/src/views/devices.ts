@@ -18,13 +18,14 @@ export function DevicesView({ params }: { params: URLSearchParams }) {
   const versionHash = params.get('version_hash') ?? '';
   const notSeen = params.get('not_seen') ?? '';
   const after = params.get('after') ?? '';
-  const filters = { artifact, version_hash: versionHash, not_seen: notSeen };
+  const group = params.get('group') ?? '';
+  const filters = { artifact, version_hash: versionHash, not_seen: notSeen, group };
   const go = (changes: Record<string, string>) => navigate(href(['devices'], { ...filters, ...changes }));
 
   const tracks = usePoll(() => get<TrackList>('/admin/artifacts'), 'devices:tracks');
   const fleet = usePoll(() => (artifact ? get<Fleet>(`/admin/fleet${query({ artifact })}`) : Promise.resolve(undefined)), `devices:fleet:${artifact}`);
-  const polled = usePoll(() => get<DevicePage>(`/admin/devices${query({ artifact, version_hash: versionHash, not_seen_for: notSeen, limit: PAGE, after })}`),
-    `devices:${artifact}:${versionHash}:${notSeen}:${after}`);
+  const polled = usePoll(() => get<DevicePage>(`/admin/devices${query({ artifact, version_hash: versionHash, not_seen_for: notSeen, group, limit: PAGE, after })}`),
+    `devices:${artifact}:${versionHash}:${notSeen}:${group}:${after}`);
 
   return html`
     <${Heading}>Devices</${Heading}>
@@ -46,6 +47,7 @@ export function DevicesView({ params }: { params: URLSearchParams }) {
           ${NOT_SEEN.map(([value, text]) => html`<option value=${value}>${text}</option>`)}
         </select></div>
     </form>
+    ${group ? html`<p class="note" data-testid="group-filter">Members of the group <strong>${group}</strong> now. <a href=${href(['devices'], { ...filters, group: '', after: '' })}>Show all devices</a></p>` : null}
     <${Freshness} updatedAt=${polled.updatedAt} error=${polled.error} />
     ${polled.data ? html`
       <p class="note">${polled.data.devices.length} device${polled.data.devices.length === 1 ? '' : 's'} on this page, in id order.</p>

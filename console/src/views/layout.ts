@@ -5,6 +5,7 @@ import { href, useRoute } from '../router.js';
 import { DeviceView } from './device.js';
 import { DevicesView } from './devices.js';
 import { EnrollmentView } from './enrollment.js';
+import { GroupsView } from './groups.js';
 import { FailuresView } from './failures.js';
 import { TrackView } from './track.js';
 import { TracksView } from './tracks.js';
@@ -16,6 +17,7 @@ import { WebhooksView } from './webhooks.js';
 const SECTIONS = [
   { id: 'tracks', label: 'Tracks' },
   { id: 'devices', label: 'Devices' },
+  { id: 'groups', label: 'Groups', needs: '/admin/groups' },
   { id: 'failures', label: 'Failures' },
   { id: 'enrollment', label: 'Enrollment' },
   { id: 'tokens', label: 'Tokens', needs: '/admin/tokens' },
@@ -49,6 +51,7 @@ export function Layout() {
   if (section === 'tracks' && id) view = html`<${TrackView} artifact=${id} />`;
   else if (section === 'devices' && id) view = html`<${DeviceView} deviceId=${id} />`;
   else if (section === 'devices') view = html`<${DevicesView} params=${route.params} />`;
+  else if (section === 'groups' && can('GET', '/admin/groups')) view = html`<${GroupsView} />`;
   else if (section === 'failures') view = html`<${FailuresView} />`;
   else if (section === 'enrollment') view = html`<${EnrollmentView} />`;
   else if (section === 'tokens' && can('GET', '/admin/tokens')) view = html`<${TokensView} />`;

@@ -1,9 +1,11 @@
 import { html } from 'htm/preact';
 import { useRef, useState } from 'preact/hooks';
-import { ApiError, post } from '../api.js';
+import { post } from '../api.js';
+import { useAction } from './action.js';
 import { absoluteTime, percent, relativeTime } from '../format.js';
 import type { Rollout } from '../types.js';
 import { Hash } from './common.js';
+import { stepLabel } from '../targeting.js';
 import { can } from '../identity.js';
 
 export function RolloutBadge({ rollout }: { rollout: Rollout }) {
@@ -23,28 +25,21 @@ const PAUSE_REASONS = { failure_rate: 'paused itself: too many failures', operat
  * POST /admin/rollout; the answer replaces what is shown at once, the poll confirms it.
  */
 export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: string; rollout: Rollout; onChanged(): void }) {
-  const [message, setMessage] = useState<{ text: string; error: boolean } | undefined>();
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
+  const busy = action.busy;
   const [target, setTarget] = useState('');
   const dialog = useRef<HTMLDialogElement>(null);
   const rollback = useRef<HTMLInputElement>(null);
 
-  const act = async (body: Record<string, unknown>, done: string) => {
-    setBusy(true);
-    try {
-      await post<Rollout>('/admin/rollout', { artifact, ...body });
-      setMessage({ text: done, error: false });
-      onChanged();
-    } catch (err) {
-      const e = err as ApiError;
-      setMessage({ text: `${e.message} (${e.code})`, error: true });
-    } finally {
-      setBusy(false);
-    }
-  };
+  const act = (body: Record<string, unknown>, done: string) => action.run(async () => {
+    await post<Rollout>('/admin/rollout', { artifact, ...body });
+    onChanged();
+    return done;
+  });
 
   const rate = failureRate(rollout);
-  const live = rollout.state === 'running' || rollout.state === 'paused';
+  const live = rollout.state === 'running' || rollout.state === 'paused' || rollout.state === 'scheduled';
+  const window = rollout.window;
   const threshold = rollout.max_failure_rate;
   const over = rate !== undefined && rate > threshold;
 
@@ -52,7 +47,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
     event.preventDefault();
     const value = Number(target);
     if (target === '' || !Number.isInteger(value) || value < 0 || value > 100) {
-      setMessage({ text: 'The percent must be a whole number from 0 to 100.', error: true });
+      action.fail('The percent must be a whole number from 0 to 100.');
       return;
     }
     void act({ percent: value }, `Percent set to ${value} %.`);
@@ -76,19 +71,23 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
         <div><dt>Devices offered the target</dt><dd>
           <span class="percent" data-testid="rollout-percent">${rollout.percent} %</span>
           <progress max="100" value=${rollout.percent} aria-label="rollout percent">${rollout.percent} %</progress>
-          <span class="note">steps ${rollout.steps.map((s) => (s === rollout.percent ? html`<strong>${s}</strong>` : s)).reduce<unknown[]>((a, s, i) => (i ? [...a, ' → ', s] : [s]), [])}, every ${rollout.step_interval}</span>
+          <span class="note" data-testid="rollout-steps">steps ${rollout.steps.map((s, i) => (i === rollout.step && rollout.state !== 'scheduled' ? html`<strong>${stepLabel(s)}</strong>` : stepLabel(s))).reduce<unknown[]>((a, s, i) => (i ? [...a, ' → ', s] : [s]), [])}, ${rollout.step_interval === 'manual' ? 'advanced by hand' : `every ${rollout.step_interval}`}</span>
         </dd></div>
         <div><dt>Failure rate</dt><dd class=${over ? 'bad' : ''} data-testid="failure-rate">
           ${rate === undefined ? 'no reports yet' : percent(rate)}
           ${html` <span class="note">threshold ${percent(threshold)}, judged from ${rollout.min_reports} reports</span>`}
           ${rate !== undefined ? html`<span class="note"> (${rollout.reports.failure} failed of ${rollout.reports.success + rollout.reports.failure})</span>` : null}</dd></div>
-        <div><dt>Next step</dt><dd>${rollout.next_step_at ? html`${absoluteTime(rollout.next_step_at)} <span class="note">(${relativeTime(rollout.next_step_at)})</span>` : '—'}</dd></div>
+        ${rollout.state === 'scheduled' ? html`<div><dt>Starts</dt><dd data-testid="rollout-starts">scheduled: nobody is offered it before ${absoluteTime(rollout.next_step_at ?? rollout.start_at ?? 0)} <span class="note">(${relativeTime(rollout.next_step_at ?? rollout.start_at ?? 0)})</span></dd></div>` : null}
+        ${window ? html`<div><dt>Window</dt><dd data-testid="rollout-window">${window.days.length === 7 ? 'every day' : window.days.join(', ')} ${window.start}–${window.end}, ${window.tz === 'device' ? "each device's own time" : window.tz}
+          <span class="note">steps move only inside it; devices outside theirs are told when to come back</span></dd></div>` : null}
+        <div><dt>Next step</dt><dd data-testid="rollout-next">${rollout.state === 'running' && rollout.next_step_at ? html`${absoluteTime(rollout.next_step_at)} <span class="note">(${relativeTime(rollout.next_step_at)})</span>` : rollout.state === 'running' && rollout.step_interval === 'manual' ? 'when an operator advances it' : '—'}</dd></div>
         <div><dt>Target</dt><dd><${Hash} value=${rollout.target_hash} /></dd></div>
         <div><dt>Stable</dt><dd>${rollout.stable_hash ? html`<${Hash} value=${rollout.stable_hash} />` : 'none (first rollout of the track)'}</dd></div>
       </dl>
       ${live && can('POST', '/admin/rollout') ? html`
         <div class="actions">
-          ${rollout.state === 'running' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'pause' }, 'Rollout paused.')}>Pause</button>` : null}
+          ${rollout.state === 'running' || rollout.state === 'scheduled' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'pause' }, 'Rollout paused.')}>Pause</button>` : null}
+          ${rollout.state === 'running' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'advance' }, 'Rollout advanced to its next step.')}>Advance to the next step</button>` : null}
           ${rollout.state === 'paused' ? html`<button type="button" disabled=${busy} onClick=${() => act({ action: 'resume' }, 'Rollout resumed.')}>Resume</button>` : null}
           <button type="button" class="danger" disabled=${busy} onClick=${() => dialog.current?.showModal()}>Abort…</button>
           <form class="inline" onSubmit=${setPercent}>
@@ -98,7 +97,7 @@ export function RolloutPanel({ artifact, rollout, onChanged }: { artifact: strin
             <button type="submit" disabled=${busy}>Set percent</button>
           </form>
         </div>` : null}
-      <p class=${message?.error ? 'message error' : 'message'} role="status">${message?.text ?? ''}</p>
+      ${action.status()}
       ${can('POST', '/admin/rollout') ? html`<dialog ref=${dialog} aria-labelledby="abort-heading">
         <form method="dialog" onSubmit=${confirmAbort}>
           <h2 id="abort-heading">Abort the rollout of ${rollout.target_version}?</h2>

@@ -7,6 +7,8 @@ import type { Fleet, Track, TrackList } from '../types.js';
 import { BarChart } from './chart.js';
 import { Freshness, Hash, Heading, TableBox } from './common.js';
 import { RolloutPanel } from './rollout.js';
+import { PublishForm } from './publish.js';
+import { can } from '../identity.js';
 
 interface TrackData {
   track: Track | undefined;
@@ -52,6 +54,7 @@ export function TrackView({ artifact }: { artifact: string }) {
           <div><dt>Devices</dt><dd><a href=${href(['devices'], { artifact })}>${total} on this track</a></dd></div>` : null}
       </dl>` : null}
     ${rollout && track ? html`<${RolloutPanel} artifact=${artifact} rollout=${rollout} onChanged=${polled.reload} />` : null}
+    ${track && track.source !== 'config' && can('POST', '/admin/artifacts') ? html`<${PublishForm} artifact=${artifact} onPublished=${polled.reload} />` : null}
     ${fleetError ? html`<p class="error" role="alert">The inventory cannot be read: ${fleetError.message} (${fleetError.code})</p>` : null}
     ${fleet ? html`
       <section class="panel" aria-labelledby="versions-heading">

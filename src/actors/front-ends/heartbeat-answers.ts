@@ -11,6 +11,7 @@ import { WindowClock } from '../../shared/decision/window-clock.js';
 import { encodeCoapManifest } from '../../shared/wire/cbor.js';
 import type { ManifestWire } from '../../shared/wire/keys.js';
 import { manifesterBatcher } from './heartbeat-batcher.js';
+import { plantedLeak } from './test-leak.js';
 
 // How a front-end answers heartbeats: from its copy of the manifester's decisions when that
 // holds the answer (the steady state: up to date, or a signed delta or full file already
@@ -44,6 +45,7 @@ export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, en
   let snapshots = 0;
   registerMetrics(ctx, answered, () => snapshots, () => replica.bytes);
 
+  const leak = ctx.name === 'http' ? plantedLeak(ctx.log) : undefined;
   let stopped = false;
   const follow = async (): Promise<void> => {
     while (!stopped) {
@@ -65,6 +67,7 @@ export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, en
 
   return {
     answer(request) {
+      leak?.(1);
       const answer = replica.answer(request);
       if (!(answer instanceof Hop)) {
         answered.snapshot++;

@@ -19,7 +19,6 @@ import { webhookEmitter } from './webhook-events.js';
 import { TrackAdmin } from './track-admin.js';
 import { TrackTable } from './tracks.js';
 import type { ClusterSync } from './cluster/cluster-sync.js';
-import { plantedLeak } from './test-leak.js';
 import { buildSnapshot } from './snapshot/build.js';
 import { LongPollPublisher } from '../../shared/long-poll.js';
 import { snapshotDeliveryHistogram } from './snapshot/metrics.js';
@@ -103,7 +102,6 @@ await runActor(async (ctx) => {
     : undefined;
   const rollouts = new RolloutControl({ tracks, admin, log: ctx.log, health, tickMs: ROLLOUT_TICK_MS });
   rollouts.start();
-  const leak = plantedLeak(ctx.log);
   /** An operator's change returns once every front-end answers from it (snapshot/publisher.ts). */
   const settled = async <T>(change: Promise<T>): Promise<T> => {
     const outcome = await change;
@@ -113,7 +111,6 @@ await runActor(async (ctx) => {
 
   return {
     heartbeats: async (batch, encoding) => {
-      leak?.(batch.deviceIds.length);
       return answerAll(batch.deviceIds.length, (i) => manifester.encoded(manifester.heartbeat({
         deviceId: batch.deviceIds[i]!, versionHash: batch.versionHashes[i]!, artifact: batch.artifacts[i]!,
         ...(batch.formats?.[i] ? { deltaFormats: batch.formats[i]!.split(',') } : {}),

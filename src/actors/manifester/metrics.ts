@@ -9,7 +9,7 @@ export interface RolloutGaugeSource {
   (): readonly { artifact: string; percent: number; state: string }[];
 }
 
-const ROLLOUT_STATES = ['running', 'paused', 'complete', 'aborted'] as const;
+const ROLLOUT_STATES = ['scheduled', 'running', 'paused', 'complete', 'aborted'] as const;
 
 export function createManifesterMetrics(registry: Registry, cacheSize: () => number, rollouts: RolloutGaugeSource): ManifesterMetrics {
   const counters = createDecisionCounters(registry);

@@ -68,3 +68,18 @@ t.test('packed heartbeats come back field for field, whatever their text holds',
   t.equal(packer.take().count, 0, 'empty after take');
   t.same(unpacked(structuredClone(packed)), expected, 'the same after crossing a thread boundary');
 });
+
+t.test('attributes travel beside the packed heartbeats, only for the heartbeats that carried them', async (t) => {
+  const sent: FleetBatch[] = [];
+  const feed = new FleetFeed((batch) => void sent.push(batch));
+  feed.heartbeat(heartbeat('plain'), 'http', 0);
+  feed.flush();
+  t.notOk('attributes' in sent[0]!, 'a batch without attributes has no list at all');
+  feed.heartbeat(heartbeat('d1', { attributes: { site: 'lab' } }), 'http', 0);
+  feed.heartbeat(heartbeat('d2'), 'coap', 0);
+  feed.heartbeat(heartbeat('d3', { attributes: {} }), 'coap', 0);
+  feed.flush();
+  t.same(sent[1]!.attributes, [{ deviceId: 'd1', attributes: { site: 'lab' } }, { deviceId: 'd3', attributes: {} }], 'an empty set is sent: it clears the stored one');
+  t.equal(sent[1]!.heartbeats.count, 3);
+  t.same(structuredClone(sent[1]!.attributes), sent[1]!.attributes, 'plain data for postMessage');
+});

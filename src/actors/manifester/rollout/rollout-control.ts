@@ -10,7 +10,7 @@ import type { TrackTable } from '../tracks.js';
 // check and the timer, in that order (a rollout that is failing pauses before it widens).
 //
 //   tick ─▶ fleet.rolloutHealth({target, sinceMs}[]) ─▶ judgeHealth ─▶ maybe paused
-//        └▶ advance (step due?)                                    ─▶ next step / complete
+//        └▶ advance (step due? start time come?)                   ─▶ next step / complete / running
 //   each change ─▶ TrackAdmin.updateRollout ─▶ table + state file
 
 /** The fleet actor's health counts: the latest report per device for the target, received at or after `sinceMs` (Unix milliseconds). */
@@ -73,6 +73,7 @@ export class RolloutControl {
       await this.checkHealth();
       for (const track of this.deps.tracks.all()) {
         const r = track.rollout;
+        // A scheduled rollout starts on the same timer.
         if ((r?.state !== 'running' && r?.state !== 'scheduled') || advance(r, Date.now()) === r) continue;
         await this.deps.admin.updateRollout(track.key, (current) => advance(current, Date.now()));
       }

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { advance, applyAction, judgeHealth, rolloutView, setPercent, startRollout, type TargetRef } from '../../../../src/actors/manifester/rollout/rollout.js';
+import { advance, applyAction, judgeHealth, replaced, rolloutView, setPercent, startRollout, type TargetRef } from '../../../../src/actors/manifester/rollout/rollout.js';
 import { decodeRollout, encodeRollout } from '../../../../src/actors/manifester/rollout/rollout-codec.js';
-import { rolloutEvent } from '../../../../src/actors/manifester/track-events.js';
+import { publishEvents, rolloutEvent } from '../../../../src/actors/manifester/track-events.js';
 import { parseRolloutPlan } from '../../../../src/shared/rollout-plan.js';
 
 // The rollout state machine with targeting, on an injected clock: group steps and the step
@@ -60,8 +60,12 @@ t.test('start_at: scheduled until then, nobody in it; pause, abort and complete 
   t.match(applyAction(paused, 'resume', false, 2 * HOUR), { state: 'scheduled', nextStepAtMs: 10 * HOUR }, 'resumed before its time: scheduled again');
   t.match(applyAction(paused, 'resume', false, 12 * HOUR), { state: 'running', percent: 5, nextStepAtMs: 13 * HOUR }, 'resumed after it: running');
   t.match(applyAction(r, 'abort', false, HOUR), { state: 'aborted' });
+  t.match(replaced(r), { state: 'aborted', rollback: false }, 'a new publish aborts a scheduled rollout too');
   t.match(applyAction(r, 'complete', false, HOUR), { state: 'complete', percent: 100, stable: T });
   t.same(decodeRollout(JSON.parse(JSON.stringify(encodeRollout(r))), T.hash), r, 'a schedule survives the state file');
+  const track = (rollout: typeof r) => ({ key: 'app', version: T.version, hash: T.hash, size: T.size, rollout }) as unknown as Parameters<typeof publishEvents>[0];
+  t.same(publishEvents(track(r), 0).map((e) => e.type), ['updater.track.published', 'updater.rollout.scheduled'], 'a scheduled publish is its own webhook event');
+  t.same(publishEvents(track(started), 0).map((e) => e.type), ['updater.track.published', 'updater.rollout.started']);
   const past = startRollout(plan, T, basis, 11 * HOUR);
   t.equal(past.state, 'running', 'a start time in the past starts at once');
 });

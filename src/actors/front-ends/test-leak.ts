@@ -7,15 +7,16 @@ import type { Logger } from '../../shared/logger.js';
 //
 //   UPDATER_TEST_HOOKS=1 UPDATER_TEST_LEAK_BYTES_PER_HEARTBEAT=2048 updater serve …
 //
-// makes the manifester keep about that many bytes of its own heap for every heartbeat it
-// answers, for as long as it runs.
+// makes the HTTP front-end keep about that many bytes of its own heap for every heartbeat it
+// answers, for as long as it runs (the busiest thread: since the front-ends answer the steady
+// state themselves, the manifester no longer sees most heartbeats).
 
 /** Returns the per-batch hook when the leak is planted, otherwise undefined (nothing runs). */
 export function plantedLeak(log: Logger): ((heartbeats: number) => void) | undefined {
   if (process.env.UPDATER_TEST_HOOKS !== '1') return undefined;
   const bytes = Number(process.env.UPDATER_TEST_LEAK_BYTES_PER_HEARTBEAT ?? 0);
   if (!Number.isInteger(bytes) || bytes <= 0) return undefined;
-  log.warn({ bytesPerHeartbeat: bytes }, 'TEST HOOK: a memory leak is planted in the manifester (UPDATER_TEST_LEAK_BYTES_PER_HEARTBEAT)');
+  log.warn({ bytesPerHeartbeat: bytes }, 'TEST HOOK: a memory leak is planted in the HTTP front-end (UPDATER_TEST_LEAK_BYTES_PER_HEARTBEAT)');
   const retained: number[][] = [];
   // Numbers that are not small integers are stored as doubles: 8 bytes each in the V8 heap.
   const doubles = Math.max(1, Math.floor(bytes / 8));
