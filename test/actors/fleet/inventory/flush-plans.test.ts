@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import t from 'tap';
 import type { HeartbeatRecord } from '../../../../src/messages/fleet.js';
 import { POSTGRES_DEVICE_STATEMENTS } from '../../../../src/actors/fleet/inventory/store-postgres.js';
-import { SQLITE_FLUSH_STATEMENTS } from '../../../../src/actors/fleet/inventory/store-sqlite.js';
+import { SQLITE_FLUSH_STATEMENTS, TOUCH_SIZES, touchStatement } from '../../../../src/actors/fleet/inventory/store-sqlite.js';
 import { driverOf } from '../../../../src/shared/database/connect.js';
 import * as q from '../../../../src/actors/fleet/inventory/queries.js';
 import { openTestDatabase } from '../../../helpers/databases.js';
@@ -73,11 +73,19 @@ t.test('sqlite: each flush statement on devices searches by device_id', async (t
   await q.writeBatch(db, fleetOnOneVersion(), []);
   const driver = driverOf(db);
   if (driver.engine !== 'sqlite') throw new Error('expected the SQLite driver');
-  for (const name of ['touch', 'locate', 'lastReport'] as const) {
-    const text = SQLITE_FLUSH_STATEMENTS[name];
-    const params = Array<null>([...text.matchAll(/\?/g)].length).fill(null);
+  const statements = [
+    ...TOUCH_SIZES.map((rows) => [`touch of ${rows}`, touchStatement(rows)] as const),
+    ['locate', SQLITE_FLUSH_STATEMENTS.locate], ['lastReport', SQLITE_FLUSH_STATEMENTS.lastReport],
+  ] as const;
+  for (const [name, text] of statements) {
+    const params: unknown[] = Array<null>([...text.matchAll(/\?/g)].length).fill(null);
+    // The touch binds the texts its devices share once, by name.
+    const named = [...text.matchAll(/\$(\w+)/g)].map((m) => [m[1]!, null]);
+    if (named.length > 0) params.push(Object.fromEntries(named));
     const plan = driver.file.prepare(`explain query plan ${text}`).all(...params) as { detail: string }[];
-    t.ok(plan.length > 0, `${name} has a plan`);
-    for (const row of plan) t.match(row.detail, /^SEARCH devices USING (INDEX \S+|PRIMARY KEY) \(device_id=\?\)/, `${name}: ${row.detail}`);
+    // The touch's own rows (its VALUES) are read in order; devices is what must be searched.
+    const onDevices = plan.filter((row) => !/^SCAN (\d+-ROW VALUES CLAUSE|CONSTANT ROW)/.test(row.detail));
+    t.equal(onDevices.length, 1, `${name} reads devices once: ${plan.map((row) => row.detail).join(' | ')}`);
+    for (const row of onDevices) t.match(row.detail, /^SEARCH devices USING (INDEX \S+|PRIMARY KEY) \(device_id=\?\)/, `${name}: ${row.detail}`);
   }
 });
