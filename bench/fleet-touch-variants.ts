@@ -12,14 +12,17 @@ import { driverOf, openDatabase } from '../src/shared/database/connect.js';
 // The steady-state touch on SQLite written in several ways, measured on the same file in
 // turn (issue 38): which costs the fleet thread least per device.
 //   node dist/bench/fleet-touch-variants.js [passes]
+// BENCH_TOUCH_OS_EVERY=n gives the devices n different hardware OS texts (in turn): with n in
+// the thousands, every group of the grouped touch is a handful of devices, its worst case.
 
 const DEVICES = 100_000;
 const FLUSH = 25_000;
 const HASH = 'a'.repeat(64);
+const OS_EVERY = Number(process.env.BENCH_TOUCH_OS_EVERY ?? 1);
 
 const threadNs = () => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]);
 const rows = (pass: number): HeartbeatRecord[] => Array.from({ length: DEVICES }, (_, i) => ({
-  deviceId: `device-${String(i).padStart(7, '0')}`, versionHash: HASH, version: '1.0.0', artifact: 'app', hwArch: 'arm64', hwOs: 'linux',
+  deviceId: `device-${String(i).padStart(7, '0')}`, versionHash: HASH, version: '1.0.0', artifact: 'app', hwArch: 'arm64', hwOs: OS_EVERY > 1 ? `linux-${i % OS_EVERY}` : 'linux',
   hwFreeRam: 1 << 28, hwFreeDisk: (1 << 30) + pass, transport: 'http', receivedAtMs: Date.now() + pass * 3000 + i,
 }));
 const seconds = (ms: number) => Math.floor(ms / 1000);

@@ -7,7 +7,7 @@ import { WriteBuffer } from '../src/actors/fleet/inventory/write-buffer.js';
 import { writeBatch } from '../src/actors/fleet/inventory/store-of.js';
 import { HeartbeatPacker, unpackHeartbeats } from '../src/messages/fleet-batch.js';
 import type { PackedHeartbeats } from '../src/messages/fleet.js';
-import { openDatabase } from '../src/shared/database/connect.js';
+import { driverOf, openDatabase } from '../src/shared/database/connect.js';
 
 // The fleet thread's work per heartbeat measured alone, stage by stage, on one thread and an
 // SQLite file (issue 38): a fleet of DEVICES checking in in turn, front-end batches of BATCH
@@ -42,6 +42,11 @@ export async function main(passes: number): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'updater-fleet-write-'));
   const { db, close } = await openDatabase(join(dir, 'fleet.db'));
   try {
+    const checkpoint = process.env.BENCH_FLEET_WRITE_CHECKPOINT;
+    if (checkpoint) {
+      const driver = driverOf(db);
+      if (driver.engine === 'sqlite') driver.file.pragma(`wal_autocheckpoint = ${Number(checkpoint)}`);
+    }
     const buffer = new WriteBuffer(64 * 1024 * 1024);
     for (let pass = 0; pass < passes; pass++) {
       const input = batches(pass);

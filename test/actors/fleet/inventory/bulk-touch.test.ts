@@ -6,8 +6,8 @@ import { ENGINES, openTestDatabase } from '../../../helpers/databases.js';
 
 // The flush touches a device already on its version with set-based statements (SQLite: the
 // devices sharing track, hash, version and hardware texts in multi-row statements of
-// TOUCH_SIZES, the last one padded with null rows; PostgreSQL: unnest per 5,000). A statement
-// that touched fewer devices than it holds is read back device by device. These flushes mix,
+// TOUCH_SIZES, the few left over one by one; PostgreSQL: unnest per 5,000). A statement that
+// touched fewer devices than it holds is read back device by device. These flushes mix,
 // inside one group and across the statements' borders, devices that are touched, new, moved
 // to another hash, renamed under the same hash, or on other hardware texts, and check every
 // row and every count against a model of what each flush must leave.
@@ -15,7 +15,7 @@ import { ENGINES, openTestDatabase } from '../../../helpers/databases.js';
 const H = (n: number) => n.toString(16).padStart(64, '0');
 const NOW = 1_800_000_000_000;
 const [LARGE, SMALL] = TOUCH_SIZES;
-/** One group spanning a large statement, a full small one and a padded one. */
+/** One group spanning a large statement, a small one and five left over. */
 const GROUP = LARGE + SMALL + 5;
 
 function hb(i: number, over: Partial<HeartbeatRecord> = {}): HeartbeatRecord {
@@ -47,21 +47,23 @@ for (const engine of ENGINES) {
       t.same(new Map(kept.map((c) => [`${c.artifact} ${c.version_hash}`, c.devices])), fresh, `${what}: fleet_versions counts every device exactly`);
     };
 
-    // A bystander the flushes never name: no padded row may touch it.
+    // A bystander the flushes never name: no statement may touch it.
     await flush([hb(9_999, { artifact: 'bulk-bystander', receivedAtMs: NOW - 3_600_000 })]);
     await flush(Array.from({ length: GROUP }, (_, i) => hb(i)));
     await agrees(t, 'first sightings');
 
     // A minute later, one group in the order of arrival: every eleventh new, every thirteenth
-    // moved to another hash, every seventeenth renamed under the same hash, every nineteenth
-    // on another OS text (a group of its own), the rest touched; placed in the first large
-    // statement, in the full small one and in the padded one alike.
+    // moved to another hash, every seventeenth renamed under the same hash, some on another OS,
+    // architecture or transport text (so no statement of theirs binds those texts once), the
+    // rest touched; placed in the large statement, in the small one and among those left over.
     const later = NOW + 60_000;
     const second = Array.from({ length: GROUP }, (_, i) => {
       if (i % 11 === 5) return hb(10_000 + i, { receivedAtMs: later });
       if (i % 13 === 6) return hb(i, { versionHash: H(2), version: '2.0.0', receivedAtMs: later });
       if (i % 17 === 7) return hb(i, { version: '1.0.0-renamed', receivedAtMs: later });
-      if (i % 19 === 8) return hb(i, { hwOs: 'linux-rt', transport: 'coap', receivedAtMs: later });
+      if (i % 19 === 8) return hb(i, { hwOs: 'linux-rt', receivedAtMs: later });
+      if (i % 23 === 9) return hb(i, { hwArch: 'riscv64', receivedAtMs: later });
+      if (i % 29 === 10) return hb(i, { transport: 'coap', receivedAtMs: later });
       return hb(i, { hwFreeRam: 7, hwFreeDisk: 9 + i, receivedAtMs: later });
     });
     t.ok(second.slice(LARGE).some((r) => r.deviceId >= 'b-1'), 'a new device lands in a small statement too');
@@ -73,5 +75,18 @@ for (const engine of ENGINES) {
     await agrees(t, 'everyone moved');
     await flush(second.map((r) => ({ ...r, versionHash: H(3), hwFreeRam: 1, receivedAtMs: later + 120_000 })));
     await agrees(t, 'everyone touched again');
+
+    // A statement binds the hardware and transport texts once only when all its devices share
+    // them: one device differing in one text, in the large statement and in the small one.
+    let minute = 3;
+    for (const field of ['hwArch', 'hwOs', 'transport'] as const) {
+      for (const odd of [LARGE - 1, LARGE + SMALL - 1]) {
+        const at = NOW + minute++ * 60_000;
+        const rows = Array.from({ length: LARGE + SMALL }, (_, i) => hb(i, { receivedAtMs: at }));
+        rows[odd] = { ...rows[odd]!, [field]: field === 'transport' ? 'coap' : 'other' };
+        await flush(rows);
+      }
+    }
+    await agrees(t, 'one text differing in a statement');
   });
 }
