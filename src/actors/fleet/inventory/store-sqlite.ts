@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
-import { latestReports, seconds, VersionMoves } from './moves.js';
+import { latestReports, seconds, versionGroups, VersionMoves } from './moves.js';
 import type { FleetStore } from './store.js';
 
 // The flush on SQLite (plan in store.ts): better-sqlite3 is synchronous, so one
@@ -72,27 +72,6 @@ export const SQLITE_FLUSH_STATEMENTS = {
 
 type Located = { artifact: string; version_hash: string; version: string } | undefined;
 
-/** Whether two records share the texts a touch statement binds once. */
-const sameGroup = (a: HeartbeatRecord, b: HeartbeatRecord) => a.artifact === b.artifact && a.versionHash === b.versionHash && a.version === b.version;
-
-/** The heartbeats by group (sameGroup), in their order within each. */
-function groups(heartbeats: readonly HeartbeatRecord[]): HeartbeatRecord[][] {
-  const byKey = new Map<string, HeartbeatRecord[]>();
-  let last: HeartbeatRecord[] | undefined;
-  for (const r of heartbeats) {
-    // Neighbours mostly share a group: the key is built only when the texts change.
-    if (last && sameGroup(last[0]!, r)) {
-      last.push(r);
-      continue;
-    }
-    const key = `${r.artifact}\n${r.versionHash}\n${r.version}`;
-    last = byKey.get(key);
-    if (last) last.push(r);
-    else byKey.set(key, (last = [r]));
-  }
-  return [...byKey.values()];
-}
-
 function prepare(file: BetterSqlite3.Database): Prepared {
   const s = (text: string): Statement => file.prepare(text);
   const { touchOne, locate, upsert, gain, lose, report, lastReport } = Object.fromEntries(
@@ -146,7 +125,7 @@ function prepare(file: BetterSqlite3.Database): Prepared {
   const write = file.transaction((heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]) => {
     const moves = new VersionMoves();
     const missed: HeartbeatRecord[] = [];
-    for (const group of groups(heartbeats)) touch(group, missed);
+    for (const group of versionGroups(heartbeats)) touch(group, missed);
     for (const r of missed) {
       const was = locate.get(r.deviceId) as Located;
       if (was && was.artifact === r.artifact && was.version_hash === r.versionHash && was.version === r.version) continue; // touched

@@ -1,7 +1,10 @@
 import t, { type Test } from 'tap';
 import type { HeartbeatRecord } from '../../../../src/messages/fleet.js';
+import type pg from 'pg';
 import * as q from '../../../../src/actors/fleet/inventory/queries.js';
+import { postgresFleetStore } from '../../../../src/actors/fleet/inventory/store-postgres.js';
 import { TOUCH_SIZES } from '../../../../src/actors/fleet/inventory/store-sqlite.js';
+import { driverOf } from '../../../../src/shared/database/connect.js';
 import { ENGINES, openTestDatabase } from '../../../helpers/databases.js';
 
 // The flush touches a device already on its version with set-based statements (SQLite: the
@@ -88,5 +91,43 @@ for (const engine of ENGINES) {
       }
     }
     await agrees(t, 'one text differing in a statement');
+
+    // More versions than the engines bind once per statement (PostgreSQL: the largest 8 of at
+    // least 64 devices), each large enough to be one: the rest are touched all the same.
+    const versions = Array.from({ length: 12 }, (_, v) => Array.from({ length: 70 }, (_, i) => hb(20_000 + v * 100 + i, { versionHash: H(100 + v), receivedAtMs: NOW + 600_000 })));
+    await flush(versions.flat());
+    await flush(versions.flat().map((r) => ({ ...r, hwFreeDisk: 1, receivedAtMs: r.receivedAtMs + 60_000 })));
+    await agrees(t, 'twelve versions of 70 devices');
   });
 }
+
+// An attacker's devices each report a hash of their own: a statement per version would be a
+// round trip per device, and the flush would fall behind the heartbeats it must write.
+t.test('postgres: a flush of devices on thousands of versions takes a bounded number of statements', async (t) => {
+  const db = await openTestDatabase(t, 'postgres', 'updater-bulk-');
+  const driver = driverOf(db);
+  if (driver.engine !== 'postgres') throw new Error('expected the PostgreSQL driver');
+  let statements = 0;
+  const counting = {
+    connect: async () => {
+      const client = await driver.pool.connect();
+      return Object.assign(Object.create(client) as pg.PoolClient, {
+        query: (...args: Parameters<pg.PoolClient['query']>) => {
+          statements++;
+          return (client.query as (...a: unknown[]) => unknown)(...args);
+        },
+        release: (err?: Error | boolean) => client.release(err),
+      });
+    },
+  } as unknown as pg.Pool;
+  const store = postgresFleetStore(counting);
+  const invented = (at: number) => Array.from({ length: 3_000 }, (_, i) => hb(30_000 + i, { versionHash: H(1_000 + i), receivedAtMs: at }));
+  await store.writeBatch(invented(NOW), []);
+  const first = statements;
+  statements = 0;
+  await store.writeBatch(invented(NOW + 60_000), []);
+  t.ok(first <= 10, `the first sightings took ${first} statements`);
+  t.ok(statements <= 4, `their touches took ${statements} statements`);
+  const row = await db.selectFrom('devices').select(['last_seen']).where('device_id', '=', 'b-32999').executeTakeFirstOrThrow();
+  t.equal(Number(row.last_seen), (NOW + 60_000) / 1000, 'and were written');
+});
