@@ -42,7 +42,7 @@ function devicesScans(node: PlanNode, found: { type: string; index?: string; con
   return found;
 }
 
-t.test('postgres: the generic plan of each flush statement on devices probes by device_id', async (t) => {
+t.test('postgres: each flush statement on devices probes by device_id, planned generically and for a flush of new devices', async (t) => {
   const db = await openTestDatabase(t, 'postgres', 'updater-plans-');
   await sql`alter table devices set (autovacuum_enabled = off)`.execute(db);
   await q.writeBatch(db, fleetOnOneVersion(), []);
@@ -64,6 +64,26 @@ t.test('postgres: the generic plan of each flush statement on devices probes by 
         t.match(scan.type, /^(Index|Index Only|Bitmap Heap) Scan$/, `${name}: an index scan (${JSON.stringify(scan)})`);
         t.match(scan.cond, /\bdevice_id = /, `${name}: the index condition names device_id (${JSON.stringify(scan)})`);
       }
+    }
+    // The first executions of a named statement are planned for their values: a touch of as many
+    // new devices as the table holds, all on the table's one version, is the trap (a plan that
+    // took the version's devices for a few and scanned the unnested rows once per device ran
+    // 42 s for 20,000).
+    await sql`set plan_cache_mode = force_custom_plan`.execute(c);
+    const n = DEVICES;
+    const texts = (f: (i: number) => string) => `'{${Array.from({ length: n }, (_, i) => `"${f(i)}"`).join(',')}}'`;
+    const numbers = (v: number) => `'{${Array<number>(n).fill(v).join(',')}}'`;
+    const ids = texts((i) => `new-${i}`);
+    const h = `'${'a'.repeat(64)}'`;
+    const custom = {
+      touch: [ids, texts(() => 'app'), texts(() => 'a'.repeat(64)), texts(() => '1.0.0'), texts(() => 'arm64'), texts(() => 'linux'), numbers(1), numbers(2), texts(() => 'http'), numbers(1_800_000_000)],
+      touch_version: [ids, texts(() => 'arm64'), texts(() => 'linux'), numbers(1), numbers(2), texts(() => 'http'), numbers(1_800_000_000), `'app'`, h, `'1.0.0'`],
+    };
+    for (const [name, values] of Object.entries(custom)) {
+      const explained = await sql.raw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (format json) execute plan_${name}(${values.join(', ')})`).execute(c);
+      const scans = devicesScans(explained.rows[0]!['QUERY PLAN'][0].Plan);
+      t.ok(scans.length > 0, `${name} for ${n} devices reads devices`);
+      for (const scan of scans) t.match(scan.cond, /\bdevice_id = /, `${name} for ${n} devices: the index condition names device_id (${JSON.stringify(scan)})`);
     }
   });
 });
