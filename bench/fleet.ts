@@ -12,6 +12,7 @@ import { coapHeartbeatTemplate, cycleCoapDevices, histogramQuantile, sumMetric, 
 import { seedDevices } from './soak/inventory.js';
 import { formatNumber, median, type RatioRow, type SuiteRecord } from './report.js';
 import { positiveInt } from './rounds.js';
+import { threadCpu, threadCpuSince } from './threads.js';
 import { runWrk } from './wrk.js';
 
 // The fleet inventory's cost and capacity (issue 11), on SQLite and on PostgreSQL:
@@ -84,15 +85,29 @@ async function throughput(engine: Engine, fixture: Fixture, record: SuiteRecord,
     const datagram = coapHeartbeatTemplate({ versionHash: binary.hash });
     const vary = cycleCoapDevices(datagram, DEVICES);
     const runs = { http: { on: [] as number[], off: [] as number[] }, coap: { on: [] as number[], off: [] as number[] } };
+    /** µs of CPU per heartbeat answered, per round with the inventory on: the fleet threads, and the whole process. */
+    const cpu = { http: { fleet: [] as number[], all: [] as number[] }, coap: { fleet: [] as number[], all: [] as number[] } };
     const once = async (transport: 'http' | 'coap', side: 'on' | 'off', seconds: number) => {
       const { server, coapPort } = servers[side];
+      const before = threadCpu();
+      let rate: number;
       if (transport === 'http') {
         const r = await runWrk({ url: `${server.url}/heartbeat`, script, threads: 1, connections: CONNECTIONS, seconds });
         if (r.errors > 0) throw new Error(`http ${side}: ${r.errors} failed requests`);
-        return r.requestsPerSecond;
+        rate = r.requestsPerSecond;
+      } else {
+        rate = (await coapLoad(coapPort, datagram, COAP_IN_FLIGHT, 500, seconds * 1000, vary)).perSecond;
       }
-      const r = await coapLoad(coapPort, datagram, COAP_IN_FLIGHT, 500, seconds * 1000, vary);
-      return r.perSecond;
+      // Both servers live in this process; the other one idles meanwhile, so its threads of
+      // the same name add only their timers. The fleet thread's flush of this run's last
+      // records lands in the next one's reading: a run of several seconds holds many flushes.
+      const spent = threadCpuSince(before);
+      if (side === 'on' && seconds === SECONDS && spent.has('fleet')) {
+        const answered = rate * seconds;
+        cpu[transport].fleet.push((spent.get('fleet')! / answered) * 1e6);
+        cpu[transport].all.push(([...spent.values()].reduce((a, b) => a + b, 0) / answered) * 1e6);
+      }
+      return rate;
     };
     for (const transport of ['http', 'coap'] as const) {
       for (const side of ['on', 'off'] as const) await once(transport, side, WARMUP_SECONDS);
@@ -115,6 +130,13 @@ async function throughput(engine: Engine, fixture: Fixture, record: SuiteRecord,
       const off = median(runs[transport].off);
       record[`${engine}_${transport}_on_per_s`] = Math.round(on);
       record[`${engine}_${transport}_off_per_s`] = Math.round(off);
+      if (cpu[transport].fleet.length > 0) {
+        const fleetUs = median(cpu[transport].fleet);
+        const allUs = median(cpu[transport].all);
+        record[`${engine}_${transport}_fleet_thread_us_per_heartbeat`] = Number(fleetUs.toFixed(2));
+        record[`${engine}_${transport}_process_us_per_heartbeat`] = Number(allUs.toFixed(2));
+        console.log(`  ${engine} ${transport} inventory on: fleet thread ${fleetUs.toFixed(2)} µs of CPU a heartbeat (rounds ${cpu[transport].fleet.map((v) => v.toFixed(2)).join(', ')}), the whole process ${allUs.toFixed(1)}${transport === 'coap' ? ' (the CoAP load runs in it too)' : ''}`);
+      }
       ratios.push({ name: `${engine} ${transport} heartbeats/s, inventory on / off`, value: on / off, note: `${formatNumber(on, 0)} vs ${formatNumber(off, 0)}/s; the inventory's goal is the heartbeat suite's server / bare` });
     }
     record[`${engine}_dropped_updates`] = dropped;

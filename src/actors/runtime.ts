@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { parentPort, type MessagePort } from 'node:worker_threads';
 import { Registry } from 'prom-client';
 import type { ActorName, ActorToSupervisor, ActorWorkerData, ControlApi, PeerName, SupervisorToActor } from '../messages/lifecycle.js';
@@ -66,6 +67,7 @@ export async function runActor(setup: (ctx: ActorContext) => Promise<OwnApi<Cont
     }
   });
   const data = await started;
+  nameThisThread(data.actor);
   const log = createLogger(data.actor, data.logLevel);
   servePorts.push(...data.serves);
   for (const link of data.links) connect(link.peer, link.port);
@@ -117,4 +119,17 @@ export async function runActor(setup: (ctx: ActorContext) => Promise<OwnApi<Cont
   }
   for (const port of servePorts.splice(0)) exposeOn(api, port);
   post({ type: 'ready' });
+}
+
+/**
+ * Names the thread after its actor (Linux, best effort), so that `top -H`, `ps -L` and the
+ * benches' per-thread CPU (bench/threads.ts) tell the actors apart: every worker of a Node
+ * process is otherwise called "node".
+ */
+function nameThisThread(actor: string): void {
+  try {
+    writeFileSync('/proc/thread-self/comm', actor.slice(0, 15));
+  } catch {
+    // Not Linux, or a sandbox without /proc: the name is only a convenience.
+  }
 }

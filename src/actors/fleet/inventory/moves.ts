@@ -47,3 +47,27 @@ export function latestReports(reports: readonly ReportRecord[]): ReportRecord[] 
   for (const r of reports) latest.set(r.deviceId, r);
   return [...latest.values()];
 }
+
+/** Whether two records are on the same track, hash and version text. */
+const sameVersion = (a: HeartbeatRecord, b: HeartbeatRecord) => a.artifact === b.artifact && a.versionHash === b.versionHash && a.version === b.version;
+
+/**
+ * The heartbeats by track, hash and version text, largest group first, each in the order of
+ * the heartbeats: both engines touch a group's devices with those three texts bound once.
+ */
+export function versionGroups(heartbeats: readonly HeartbeatRecord[]): HeartbeatRecord[][] {
+  const byKey = new Map<string, HeartbeatRecord[]>();
+  let last: HeartbeatRecord[] | undefined;
+  for (const r of heartbeats) {
+    // Neighbours mostly share a version: the key is built only when it changes.
+    if (last && sameVersion(last[0]!, r)) {
+      last.push(r);
+      continue;
+    }
+    const key = `${r.artifact}\n${r.versionHash}\n${r.version}`;
+    last = byKey.get(key);
+    if (last) last.push(r);
+    else byKey.set(key, (last = [r]));
+  }
+  return [...byKey.values()].sort((a, b) => b.length - a.length);
+}
