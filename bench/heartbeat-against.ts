@@ -8,6 +8,7 @@ import { heartbeatUntilSigned } from '../test/helpers/http.js';
 import { configDocument, writeConfig } from '../test/helpers/server.js';
 import type { BareWorkerData } from './bare-uws.js';
 import { startBareWorker, stopBareWorker } from './bare-worker.js';
+import { threadCpu, threadCpuSince } from './threads.js';
 import { comparisonRows, processCpuSeconds, collectWarnings, reportWarnings, startBuildServer, stopNodeProcess, writePortableKeyFile, type Build } from './builds.js';
 import { writeCyclingScript } from './fleet-load.js';
 import { BINARY_BYTES, CONNECTIONS, DEVICES, GOAL_MIN_RATIO, heartbeatBody, rawAnswer, ROUNDS, SECONDS, THREADS, WARMUP_SECONDS } from './heartbeat.js';
@@ -30,11 +31,15 @@ interface Side {
   readonly script: string;
   /** CPU seconds used so far by whatever answers this side. */
   readonly cpuSeconds: () => number;
+  /** A server's process: its threads are read one by one (bench/threads.ts). */
+  readonly pid?: number;
   readonly runs: Run[];
 }
 
 interface Run extends WrkResult {
   readonly cpuUsPerRequest: number;
+  /** CPU µs per request by thread name (actors name their threads; a build before that shows `node`). */
+  readonly threads: ReadonlyMap<string, number>;
 }
 
 const KINDS = [
@@ -90,7 +95,7 @@ export async function runHeartbeatAgainst(builds: readonly Build[]): Promise<Sui
       sides.push({ label: `bare ${kind.name}`, url: `http://127.0.0.1:${started.port}/heartbeat/${kind.name}`, script, cpuSeconds: thisProcessCpuSeconds, runs: [] });
       for (const build of builds) {
         const server = servers.get(build.name)!;
-        sides.push({ label: `${build.name} ${kind.name}`, url: `${server.url}/heartbeat`, script, cpuSeconds: () => processCpuSeconds(server.child.pid!), runs: [] });
+        sides.push({ label: `${build.name} ${kind.name}`, url: `${server.url}/heartbeat`, script, cpuSeconds: () => processCpuSeconds(server.child.pid!), pid: server.child.pid!, runs: [] });
       }
     }
     console.log(`  wrk -t${THREADS} -c${CONNECTIONS}, ${ROUNDS} rounds of ${SECONDS} s per target (after ${WARMUP_SECONDS} s warm-up each); ${cpuPlan().description}`);
@@ -121,11 +126,14 @@ function thisProcessCpuSeconds(): number {
 
 async function measure(side: Side, seconds: number): Promise<Run> {
   const before = side.cpuSeconds();
+  const threadsBefore = side.pid === undefined ? undefined : threadCpu(side.pid);
   const result = await runWrk({ url: side.url, script: side.script, threads: THREADS, connections: CONNECTIONS, seconds });
   const used = side.cpuSeconds() - before;
+  const threads = new Map<string, number>();
+  if (threadsBefore) for (const [name, spent] of threadCpuSince(threadsBefore, threadCpu(side.pid))) threads.set(name, (spent * 1e6) / result.requests);
   // A refused or failed request is answered fast; counting it would flatter the server.
   if (result.errors > 0) throw new Error(`${side.label}: ${result.errors} failed requests of ${result.requests}; the figure would be meaningless`);
-  return { ...result, cpuUsPerRequest: (used * 1e6) / result.requests };
+  return { ...result, cpuUsPerRequest: (used * 1e6) / result.requests, threads };
 }
 
 function summarize(builds: readonly Build[], sides: readonly Side[]): SuiteRecord {
@@ -139,6 +147,13 @@ function summarize(builds: readonly Build[], sides: readonly Side[]): SuiteRecor
     for (const name of ['bare', ...builds.map((b) => b.name)]) {
       record[`${kind.name}_${name}_req_per_s`] = Math.round(median(rps(name)));
       record[`${kind.name}_${name}_cpu_us_per_req`] = Number(median(cpu(name)).toFixed(1));
+      // Per thread, the median over the rounds: where a build's CPU per heartbeat goes.
+      const runs = runsOf(`${name} ${kind.name}`);
+      const names = [...new Set(runs.flatMap((r) => [...r.threads.keys()]))].sort();
+      for (const thread of names) {
+        const us = median(runs.map((r) => r.threads.get(thread) ?? 0));
+        if (us >= 0.05) record[`${kind.name}_${name}_thread_${thread}_us`] = Number(us.toFixed(2));
+      }
     }
     ratios.push(...comparisonRows(`${kind.title} heartbeat`, 'req/s', builds, rps, { name: 'bare uWS', values: rps('bare') }, { min: GOAL_MIN_RATIO }));
     // CPU per request the other way up (earlier / later): above 1 means the later build is cheaper.
