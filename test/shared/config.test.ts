@@ -44,14 +44,14 @@ t.test('configuration validation', async (t) => {
     t.same(validateConfig({ ...base(), store: { dir: 'store', publish_roots: ['builds'] } }, configPath).store.publishRoots, [join(fixture.dir, 'builds')], 'relative roots resolve against the configuration');
     t.ok(Object.isFrozen(config) && Object.isFrozen(config.store), 'frozen once validated');
     t.equal(config.database, join(fixture.dir, 'store', 'updater.db'), 'the fleet database: an SQLite file in the store directory');
-    t.same(config.fleet, { enabled: true, flushIntervalMs: 1000, bufferBytes: 16 * 1024 * 1024, deviceMaxAgeMs: 2160 * 3600_000, reportMaxAgeMs: 720 * 3600_000, reportBurst: 10, reportsPerMinute: 6 });
+    t.same(config.fleet, { enabled: true, flushIntervalMs: 1000, bufferBytes: 16 * 1024 * 1024, deviceMaxAgeMs: 2160 * 3600_000, reportMaxAgeMs: 720 * 3600_000, reportBurst: 10, reportsPerMinute: 6, targetingIndexBytes: 16 * 1024 * 1024 });
   });
 
   t.test('database is a file relative to the configuration, or a postgres:// URL as given', async (t) => {
     t.equal(validateConfig({ ...base(), database: 'var/fleet.db' }, configPath).database, join(fixture.dir, 'var', 'fleet.db'));
     t.equal(validateConfig({ ...base(), database: 'postgres://u:p@db:5432/updater' }, configPath).database, 'postgres://u:p@db:5432/updater');
     const keepAll = validateConfig({ ...base(), fleet: { device_max_age: 0, report_max_age: '0', flush_interval: '250ms', buffer_mb: 4 } }, configPath).fleet;
-    t.same(keepAll, { enabled: true, flushIntervalMs: 250, bufferBytes: 4 * 1024 * 1024, deviceMaxAgeMs: 0, reportMaxAgeMs: 0, reportBurst: 10, reportsPerMinute: 6 }, '0 keeps everything');
+    t.same(keepAll, { enabled: true, flushIntervalMs: 250, bufferBytes: 4 * 1024 * 1024, deviceMaxAgeMs: 0, reportMaxAgeMs: 0, reportBurst: 10, reportsPerMinute: 6, targetingIndexBytes: 16 * 1024 * 1024 }, '0 keeps everything');
   });
 
   t.test('the legacy target form folds into a track named default', async (t) => {

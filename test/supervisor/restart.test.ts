@@ -32,7 +32,9 @@ t.test('a crashed actor is restarted and the server keeps answering', async (t) 
     await once(before, 'exit');
     const deadline = Date.now() + 20_000;
     let answer = await heartbeat(server.url, v2.hash);
-    while ((answer.status !== 200 || server.supervisor.actor(name)!.worker === before) && Date.now() < deadline) {
+    // Until the new worker is ready: the front-ends answer heartbeats from their decision
+    // snapshot meanwhile, so an answer alone does not say the actor is back.
+    while ((answer.status !== 200 || server.supervisor.actor(name)!.worker === before || !server.supervisor.actor(name)!.ready) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
       answer = await heartbeat(server.url, v2.hash);
     }
