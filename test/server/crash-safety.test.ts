@@ -6,6 +6,7 @@ import { firmware, freePort, makeFixture, nextVersion, sha256Hex } from '../help
 import { getBytes, heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
 import { configDocument, spawnServer, writeConfig } from '../helpers/server.js';
 import { needs } from '../helpers/system-tools.js';
+import { descendantsNamed, isRunning } from '../helpers/processes.js';
 
 t.test('kill -9 during a delta generation leaves no file that is ever served', needs('zstd', 'bspatch'), async (t) => {
   const fixture = await makeFixture();
@@ -30,8 +31,18 @@ t.test('kill -9 during a delta generation leaves no file that is ever served', n
   const started = Date.now();
   while ((await readdir(workDir)).length === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 20));
   t.ok((await readdir(workDir)).length > 0, 'the diff is under way');
+  // The engine runs as a child process of the server. Stopped here, it cannot finish on its
+  // own: only the kernel's parent-death signal can end it once the server is gone, and if it
+  // lived on it would write its patch into the work directory the restarted server just tidied.
+  const engines = descendantsNamed(first.child.pid!, 'updater-delta');
+  t.equal(engines.length, 1, 'one delta engine process runs the generation');
+  t.teardown(() => engines.filter(isRunning).forEach((pid) => process.kill(pid, 'SIGKILL')));
+  for (const pid of engines) process.kill(pid, 'SIGSTOP');
   first.child.kill('SIGKILL');
   await first.exited;
+  const killedAt = Date.now();
+  while (engines.some(isRunning) && Date.now() - killedAt < 10_000) await new Promise((r) => setTimeout(r, 20));
+  t.same(engines.filter(isRunning), [], 'the delta engine ends with the server that ran it');
   t.notOk((await readdir(deltas)).includes(deltaName), 'no delta exists under its final name after the crash');
 
   const second = await spawnServer(configPath, url);

@@ -11,7 +11,10 @@
 //
 // One JSON line on stdout on success; on failure {"code","message"} on stderr and exit 2.
 #include <divsufsort.h>
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <chrono>
@@ -63,6 +66,17 @@ void saCheck(unsigned seed, int rounds) {
   }
 }
 
+// The server runs this program from a diff thread. If the server dies (kill -9, an out-of-memory
+// kill), the kernel ends this process too: an orphan would keep a core and gigabytes busy for
+// nothing, and write its patch into the work directory after a restarted server tidied it.
+// The server names itself in UPDATER_DELTA_PARENT, so a parent already gone before the signal
+// was armed (the process then belongs to a reaper) is noticed as well.
+void endWithParent() {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const char* parent = std::getenv("UPDATER_DELTA_PARENT");
+  if (parent != nullptr && std::to_string(::getppid()) != parent) std::_Exit(3);
+}
+
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -100,6 +114,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  endWithParent();
   try {
     return run(argc, argv);
   } catch (const delta::Failure& failure) {

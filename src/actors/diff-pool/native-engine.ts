@@ -25,7 +25,8 @@ const MAX_STDERR = 4096;
 export function nativeDiff(sourcePath: string, targetPath: string, patchPath: string, program = engine.programPath, format?: DeltaFormat): Promise<EngineReport> {
   return new Promise((resolve, reject) => {
     const args = ['diff', sourcePath, targetPath, patchPath, ...(format && format !== 'bsdiff40' ? [format] : [])];
-    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // The program ends itself when this process dies (native/delta/src/cli.cpp, endWithParent).
+    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, UPDATER_DELTA_PARENT: String(process.pid) } });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
