@@ -121,6 +121,9 @@ t.test('reports are accepted with 204, validated and counted', async (t) => {
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   t.equal(metricValue(metrics, 'updater_update_reports_total', { result: 'success' }), 1);
   t.equal(metricValue(metrics, 'updater_update_reports_total', { result: 'failure' }), 1);
+  // Each request is timed under its route and status class.
+  t.equal(metricValue(metrics, 'updater_http_request_seconds_count', { route: 'report', status: '2xx' }), 2);
+  t.equal(metricValue(metrics, 'updater_http_request_seconds_count', { route: 'report', status: '4xx' }), 1);
 });
 
 t.test('health lists every track', async (t) => {
