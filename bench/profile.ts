@@ -10,6 +10,12 @@ import { pathToFileURL } from 'node:url';
 // Busy time is every sample but "(idle)" and a pool worker blocked in Atomics.wait (piscina's
 // idle loop, which the profiler samples as running); self time is the function on top of the
 // stack, total time the function anywhere on it (counted once per sample when it recurses).
+// Samples are wall-clock ticks, not CPU time: a thread preempted by another on the same core
+// (the heartbeat suite pins every server thread to the server cores) takes its pending tick
+// when it runs again, charged to where it stopped. So a postMessage that wakes a peer on the
+// same core (the front-ends' fleet batches) shows a share the thread never spent: timed
+// around it in the server, 0.8 µs a heartbeat in wall time against 0.13 µs in a process with
+// the cores to itself. Read CPU per thread from `--against` (from /proc), and this for where.
 // Given windows (µs of the monotonic clock, which is what a profile's timestamps and
 // process.hrtime both read), only the samples inside them count: the load, not the start-up.
 
