@@ -5,13 +5,16 @@ import { adminCall, eventually } from '../helpers/admin.js';
 import { openBrowser } from '../helpers/browser.js';
 import { ADMIN_TOKEN, firmware, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';
 import { postJson } from '../helpers/http.js';
+import { localClock } from '../helpers/local-time.js';
 import { REPO_ROOT, startTestServer } from '../helpers/server.js';
 import { needs } from '../helpers/system-tools.js';
 
 // The targeting screens in Debian's Chromium, as a newcomer does the canary-then-5 % example
 // of docs/rollouts.md in the console alone: a group, a device's tags, the member count and
-// list, a publish with a group step, manual steps and a night window, "advance", a scheduled
-// publish, and a group the server refuses to delete while a rollout names it.
+// list, a publish with a group step, manual steps and a window in device time, the heartbeats
+// it decides (the canary device offered the build inside its window, not outside it, the
+// field device not at all), "advance", a scheduled publish, and a group the server refuses to
+// delete while a rollout names it.
 
 t.setTimeout(300_000);
 
@@ -25,9 +28,9 @@ t.test('an operator targets a rollout in the console', needs('chromium'), async 
   t.teardown(() => server.stop());
   const url = server.url;
   t.equal((await adminCall(url, 'POST', '/admin/artifacts', { name: 'app', version: '1.0.0', binary: v1.path })).status, 200);
+  const beatOf = (id: string, versionHash: string) => ({ device_id: id, version_hash: versionHash, version: '0.9', hw_info: { arch: 'a', os: 'o', free_ram: 1, free_disk: 1 }, timestamp: 1, artifact: 'app' });
   for (const [id, site] of [['lab-1', 'lab'], ['field-1', 'berlin']] as const) {
-    const beat = { device_id: id, version_hash: randomHash(), version: '0.9', hw_info: { arch: 'a', os: 'o', free_ram: 1, free_disk: 1 }, timestamp: 1, artifact: 'app', attributes: { site, tz: 'Europe/Berlin' } };
-    t.equal((await postJson(`${url}/heartbeat`, beat)).status, 200);
+    t.equal((await postJson(`${url}/heartbeat`, { ...beatOf(id, randomHash()), attributes: { site, tz: 'Europe/Berlin' } })).status, 200);
   }
   await eventually('both devices stored', () => adminCall(url, 'GET', '/admin/devices'), (a) => a.json.devices?.length === 2);
 
@@ -84,12 +87,31 @@ t.test('an operator targets a rollout in the console', needs('chromium'), async 
   await page.getByLabel('From').fill('02:00');
   await page.getByLabel('To').fill('04:00');
   await shot('publish');
+  // The screenshot shows the night window of the docs' example; the rollout gets one open now
+  // in Berlin (two hours either side of the current minute: no boundary can close it while the
+  // test runs), so that the decision can be seen in place.
+  const [from, to] = [localClock('Europe/Berlin', -120), localClock('Europe/Berlin', 120)];
+  await page.getByLabel('From').fill(from);
+  await page.getByLabel('To').fill(to);
   await page.getByRole('button', { name: 'Publish' }).click();
   await page.getByText('Published 2.0.0 with a rollout.').waitFor();
   await page.getByTestId('rollout-window').waitFor();
   t.match(await page.getByTestId('rollout-steps').innerText(), /group canary → 5 % → 100 %, advanced by hand/);
-  t.match(await page.getByTestId('rollout-window').innerText(), /every day 02:00–04:00, each device's own time/);
-  t.match((await adminCall(url, 'GET', '/admin/fleet?artifact=app')).json.rollout, { steps: [{ group: 'canary' }, 5, 100], step: 0, window: { tz: 'device' } });
+  t.match(await page.getByTestId('rollout-window').innerText(), `every day ${from}–${to}, each device's own time`);
+  t.match((await adminCall(url, 'GET', '/admin/fleet?artifact=app')).json.rollout, { steps: [{ group: 'canary' }, 5, 100], step: 0, window: { start: from, end: to, tz: 'device' } });
+
+  // The decision in place: the canary lab device is offered 2.0.0 while the window is open in
+  // its zone, and told when to come back when its zone puts it outside; the field device is not
+  // in the canary group and stays on 1.0.0.
+  const onV1 = (id: string, tz: string) => postJson(`${url}/heartbeat`, { ...beatOf(id, v1.hash), attributes: { site: id === 'lab-1' ? 'lab' : 'berlin', tz } });
+  t.match((await onV1('lab-1', 'Europe/Berlin')).json, { update_available: true, target_version: '2.0.0' }, 'lab-1, window open in Berlin: offered 2.0.0');
+  const elsewhere = (await onV1('lab-1', 'Asia/Tokyo')).json;
+  t.match(elsewhere, { update_available: false }, 'lab-1 saying it is in Tokyo, where the window is closed: no update');
+  t.ok(elsewhere.retry_after > 10 * 3600 && elsewhere.retry_after <= 18 * 3600, `retry_after ${elsewhere.retry_after} s: until the window opens in Tokyo`);
+  t.match((await onV1('lab-1', 'Europe/Berlin')).json, { update_available: true, target_version: '2.0.0' }, 'back in Berlin: offered 2.0.0 again');
+  const field = (await onV1('field-1', 'Europe/Berlin')).json;
+  t.match(field, { update_available: false, target_version: '1.0.0' }, 'field-1, untagged: stays on 1.0.0');
+  t.notOk('retry_after' in field, 'and it is not waiting for a window');
 
   // The server refuses to delete the group while the rollout names it; the console says why.
   await page.getByRole('link', { name: 'Groups' }).click();
