@@ -9,7 +9,7 @@ import { storedFilter } from './groups.js';
 
 // The targeting index the front-ends judge group steps with (src/messages/targeting-index.ts):
 // read from the database after every change made here (a tag, a group) and on a timer, which
-// is how a change made on another cluster replica arrives (within CLUSTER_RELOAD_MS). An
+// is how a change made on another cluster replica arrives (within CLUSTER_INDEX_RELOAD_MS of src/actors/fleet/index.ts). An
 // operator's change returns once every front-end holds it (`changedHere`), so the next
 // heartbeat is judged by it.
 
