@@ -4,6 +4,7 @@ import type { DecisionSnapshot } from '../../messages/decision-snapshot.js';
 import type { AnswerEncoding, EncodedAnswer, HeartbeatRequest } from '../../messages/manifester.js';
 import { createDecisionCounters } from '../../shared/decision/counters.js';
 import { formatsOffered } from '../../shared/delta-formats.js';
+import { plainCounter } from '../../shared/plain-counter.js';
 import type { ActorContext } from '../runtime.js';
 import { DecisionReplica, Hop } from './decision-replica.js';
 import { followTargetingFacts } from './targeting-facts.js';
@@ -41,9 +42,8 @@ export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, en
     encode: (encoding === 'json' ? JSON.stringify : encodeCoapManifest) as (answer: ManifestWire) => EncodedAnswer[E],
   }, createDecisionCounters(ctx.registry), new WindowClock(), config.fleet.enabled ? targeting.facts : undefined);
   const batcher = manifesterBatcher(ctx, encoding);
-  const answered = { snapshot: 0, manifester: 0 };
   let snapshots = 0;
-  registerMetrics(ctx, answered, () => snapshots, () => replica.bytes);
+  const answered = registerMetrics(ctx, () => snapshots, () => replica.bytes);
 
   const leak = ctx.name === 'http' ? plantedLeak(ctx.log) : undefined;
   let stopped = false;
@@ -83,20 +83,14 @@ export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, en
   };
 }
 
-function registerMetrics(ctx: ActorContext, answered: { snapshot: number; manifester: number }, received: () => number, bytes: () => number): void {
+/** Registers this front-end's metrics; returns the answered counts to increment. */
+function registerMetrics(ctx: ActorContext, received: () => number, bytes: () => number): Record<'snapshot' | 'manifester', number> {
   const thread = ctx.name;
-  const flushed = { snapshot: 0, manifester: 0 };
-  new Counter({
+  const answered = plainCounter(ctx.registry, {
     name: 'updater_heartbeats_answered_total',
     help: 'Heartbeats answered, by who decided: the front-end from its decision snapshot, or the manifester',
-    labelNames: ['by'],
-    registers: [ctx.registry],
-    collect() {
-      for (const by of ['snapshot', 'manifester'] as const) {
-        this.inc({ by }, answered[by] - flushed[by]);
-        flushed[by] = answered[by];
-      }
-    },
+    label: 'by',
+    values: ['snapshot', 'manifester'],
   });
   new Counter({
     name: 'updater_decision_snapshots_received_total',
@@ -117,4 +111,5 @@ function registerMetrics(ctx: ActorContext, answered: { snapshot: number; manife
       this.set({ thread }, bytes());
     },
   });
+  return answered;
 }

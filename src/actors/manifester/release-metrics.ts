@@ -1,4 +1,5 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
+import { plainCounter } from '../../shared/plain-counter.js';
 import type { KeyCertificate } from '../../shared/release/certificate.js';
 import type { StatementCounters } from './release-statements.js';
 
@@ -6,19 +7,11 @@ const CAUSES = ['change', 'renewal', 'heartbeat'] as const;
 
 /** The metrics of release statements and of the signing key's certificate (docs/metrics.md). */
 export function createReleaseMetrics(registry: Registry, statements: () => number, certificate: KeyCertificate | undefined): StatementCounters {
-  const counts = { change: 0, renewal: 0, heartbeat: 0 };
-  const flushed = { change: 0, renewal: 0, heartbeat: 0 };
-  new Counter({
+  const counts = plainCounter(registry, {
     name: 'updater_release_statements_signed_total',
     help: 'Release statements signed, by cause: a change of the tracks, the renewal timer, or a heartbeat that found none (expected to stay 0)',
-    labelNames: ['cause'],
-    registers: [registry],
-    collect() {
-      for (const cause of CAUSES) {
-        this.inc({ cause }, counts[cause] - flushed[cause]);
-        flushed[cause] = counts[cause];
-      }
-    },
+    label: 'cause',
+    values: CAUSES,
   });
   new Gauge({
     name: 'updater_release_statements',
