@@ -2,10 +2,10 @@ import type { HeartbeatRecord, PackedHeartbeats } from './fleet.js';
 import type { Heartbeat } from '../shared/wire/validate.js';
 
 // The fleet batch's heartbeat codec, both ends side by side: a front-end packs heartbeats as
-// they come (PackedHeartbeats: each distinct text once, and typed arrays of references and
-// numbers, no object per heartbeat), the fleet actor unpacks them. At tens of thousands a
-// second, an object each to clone, and the same version hash and track key copied and decoded
-// again in every record, cost the two threads more than the database write itself.
+// they come (PackedHeartbeats: each distinct text once, device ids aside, and typed arrays of
+// references and numbers, no object per heartbeat), the fleet actor unpacks them. At tens of
+// thousands a second, an object each to clone, and the same version hash and track key copied
+// and decoded again in every record, cost the two threads more than the database write itself.
 
 /** Strings per packed heartbeat: device id, version hash, version, artifact, hw arch, hw os. */
 const STRINGS = 6;
@@ -18,6 +18,9 @@ const TRANSPORTS = ['http', 'coap'] as const;
 export class HeartbeatPacker {
   private strings: string[] = [];
   private index = new Map<string, number>();
+  /** Per string slot, the last text and its place: a batch's heartbeats mostly repeat their neighbour's texts. */
+  private readonly lastText: (string | undefined)[] = new Array<string | undefined>(STRINGS).fill(undefined);
+  private readonly lastRef = new Uint32Array(STRINGS);
   private readonly refs: Uint32Array;
   private readonly numbers: Float64Array;
   count = 0;
@@ -31,12 +34,13 @@ export class HeartbeatPacker {
   add(heartbeat: Heartbeat, transport: 'http' | 'coap', receivedAtMs: number): boolean {
     if (this.count >= this.capacity) return false;
     const s = this.count * STRINGS;
-    this.refs[s] = this.ref(heartbeat.deviceId);
-    this.refs[s + 1] = this.ref(heartbeat.versionHash);
-    this.refs[s + 2] = this.ref(heartbeat.version);
-    this.refs[s + 3] = this.ref(heartbeat.artifact);
-    this.refs[s + 4] = this.ref(heartbeat.hwArch);
-    this.refs[s + 5] = this.ref(heartbeat.hwOs);
+    // A device id is new to the batch nearly always: stored without the lookup (a repeat costs a few bytes).
+    this.refs[s] = this.strings.push(heartbeat.deviceId) - 1;
+    this.refs[s + 1] = this.ref(1, heartbeat.versionHash);
+    this.refs[s + 2] = this.ref(2, heartbeat.version);
+    this.refs[s + 3] = this.ref(3, heartbeat.artifact);
+    this.refs[s + 4] = this.ref(4, heartbeat.hwArch);
+    this.refs[s + 5] = this.ref(5, heartbeat.hwOs);
     const n = this.count++ * NUMBERS;
     this.numbers[n] = heartbeat.hwFreeRam;
     this.numbers[n + 1] = heartbeat.hwFreeDisk;
@@ -50,17 +54,21 @@ export class HeartbeatPacker {
     const packed = { count: this.count, strings: this.strings, refs: this.refs.slice(0, this.count * STRINGS), numbers: this.numbers.slice(0, this.count * NUMBERS) };
     this.strings = [];
     this.index = new Map();
+    this.lastText.fill(undefined);
     this.count = 0;
     return packed;
   }
 
-  /** The text's place in `strings`: each distinct text of the batch travels once. */
-  private ref(text: string): number {
+  /** The place in `strings` of slot `slot`'s text: each distinct text of the batch travels once. */
+  private ref(slot: number, text: string): number {
+    if (text === this.lastText[slot]) return this.lastRef[slot]!;
     let at = this.index.get(text);
     if (at === undefined) {
       at = this.strings.push(text) - 1;
       this.index.set(text, at);
     }
+    this.lastText[slot] = text;
+    this.lastRef[slot] = at;
     return at;
   }
 }

@@ -69,6 +69,20 @@ t.test('packed heartbeats come back field for field, whatever their text holds',
   t.same(unpacked(structuredClone(packed)), expected, 'the same after crossing a thread boundary');
 });
 
+t.test('each text but the device id travels once a batch, and a batch after take() stands alone', async (t) => {
+  const packer = new HeartbeatPacker(8);
+  const versions = ['1.0', '2.0', '1.0', '2.0'];
+  versions.forEach((version, i) => packer.add(heartbeat(`d${i}`, { version }), 'http', i));
+  const first = packer.take();
+  // Four device ids, then the hash, two versions, the artifact, arch and os: once each.
+  t.equal(first.strings.length, 4 + 6, 'repeated texts are referenced, not copied');
+  t.same(unpacked(first).map((r) => r.version), versions);
+  packer.add(heartbeat('d9', { version: '2.0' }), 'coap', 9);
+  const second = packer.take();
+  t.equal(second.strings.length, 6, 'the second batch carries its own texts');
+  t.same(unpacked(second), [{ deviceId: 'd9', versionHash: hash, version: '2.0', artifact: '', hwArch: 'arm64', hwOs: 'linux', hwFreeRam: 10, hwFreeDisk: 20, transport: 'coap', receivedAtMs: 9 }]);
+});
+
 t.test('attributes travel beside the packed heartbeats, only for the heartbeats that carried them', async (t) => {
   const sent: FleetBatch[] = [];
   const feed = new FleetFeed((batch) => void sent.push(batch));

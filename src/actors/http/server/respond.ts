@@ -39,14 +39,16 @@ export function statusLine(status: number): string {
   return line;
 }
 
-export function send(ex: Exchange, status: number, body: string, headers: Record<string, string> = {}, contentType = 'application/json'): void {
+const NO_HEADERS: Record<string, string> = Object.freeze({});
+
+export function send(ex: Exchange, status: number, body: string, headers: Record<string, string> = NO_HEADERS, contentType = 'application/json'): void {
   if (ex.aborted || ex.done) return;
   ex.done = true;
   ex.status = status;
   ex.res.cork(() => {
     ex.res.writeStatus(statusLine(status));
     if (body !== '' || (status !== 204 && status !== 304)) ex.res.writeHeader('Content-Type', contentType);
-    for (const [name, value] of Object.entries(headers)) ex.res.writeHeader(name, value);
+    if (headers !== NO_HEADERS) for (const [name, value] of Object.entries(headers)) ex.res.writeHeader(name, value);
     if (status === 304) ex.res.endWithoutBody();
     else if (ex.head) ex.res.endWithoutBody(Buffer.byteLength(body));
     else ex.res.end(body);
