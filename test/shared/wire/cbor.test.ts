@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decodeManifest, encodeCoapManifest, encodeHeartbeat, encodeManifest, encodeReport, heartbeatFields, reportFields } from '../../../src/shared/wire/cbor.js';
+import { decodeCbor, decodeManifest, encodeCoapManifest, encodeHeartbeat, encodeManifest, encodeReport, heartbeatFields, reportFields } from '../../../src/shared/wire/cbor.js';
 import type { Manifest } from '../../../src/messages/manifester.js';
 import { validateHeartbeat } from '../../../src/shared/wire/validate.js';
 
@@ -48,6 +48,20 @@ t.test('hostile CBOR is MALFORMED_BODY without a large allocation', async (t) =>
     t.throws(() => heartbeatFields(body), { code: 'MALFORMED_BODY' }, name);
   }
   t.throws(() => validateHeartbeat(reportFields(Buffer.from([0x01]))), { code: 'MALFORMED_BODY' }, 'a non-map is refused by the validator');
+});
+
+t.test('nesting is counted in keys, values, arrays and tags alike, up to three levels', async (t) => {
+  const threeMaps = [0xa1, 0x01, 0xa1, 0x01, 0xa1, 0x01, 0x01];
+  t.ok(decodeCbor(Buffer.from(threeMaps)) instanceof Map, 'three levels of maps pass');
+  t.ok(decodeCbor(Buffer.from([0x81, 0x81, 0x81, 0x01])), 'three levels of arrays pass');
+  t.ok(decodeCbor(Buffer.from([0xa2, 0x01, 0x01, 0x02, 0xa1, 0x01, 0x82, 0x01, 0x02])), 'a map beside scalars, two levels down, passes');
+  const deep: [string, number[]][] = [
+    ['a map as a key, three deep inside it', [0xa1, ...threeMaps, 0x01]],
+    ['the fourth level in the second value', [0xa2, 0x01, 0x01, 0x02, ...threeMaps]],
+    ['an array of three-level maps', [0x82, 0x01, ...threeMaps]],
+    ['an unknown tag (an object once decoded) holding the fourth level', [0x81, 0x81, 0x81, 0xd9, 0x9c, 0x40, 0x81, 0x01]],
+  ];
+  for (const [name, bytes] of deep) t.throws(() => decodeCbor(Buffer.from(bytes)), { code: 'MALFORMED_BODY', message: /deeper than 3/ }, name);
 });
 
 t.test('a report round-trips through its integer keys', async (t) => {
