@@ -32,6 +32,11 @@ const MB = 1024 * 1024;
 const DIFF_THREAD_BASELINE_MB = 48;
 /** bsdiff-node's peak per generation (docs/memory.md); the native engine's is in a child process of its own. */
 const BSDIFF_NODE_FACTOR = 21;
+/**
+ * What the young generations of the soak's hot threads (http, coap, fleet) add under load: two
+ * semispaces of a third of their 32 MiB cap each (src/supervisor/actor-host.ts, docs/memory.md).
+ */
+const HOT_THREADS_YOUNG_BYTES = 3 * Math.round((2 / 3) * 32 * MB);
 /** The soak's front-ends (HTTP and CoAP), each holding a decision snapshot. */
 const FRONT_ENDS = 2;
 /** One answer in a front-end's decision snapshot, its key and map entry (docs/memory.md). */
@@ -181,7 +186,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const boundBytes = idle + (s.targetCacheMb + s.hotCacheMb) * MB + s.manifestCacheSize * 500 + snapshotBytes
       + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + (s.deltaEngine === 'bsdiff-node' ? BSDIFF_NODE_FACTOR * s.binaryBytes : 0)) + 2.125 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
       // The store-keeper's dead buffers before its collector runs (docs/memory.md, "Dead buffers").
-      + DEAD_BUFFER_BYTES;
+      + DEAD_BUFFER_BYTES
+      + HOT_THREADS_YOUNG_BYTES;
     o.log(`idle RSS ${mbText(idle)} MB; documented bound ${mbText(boundBytes)} MB; ${o.devices} devices at ${o.rate} heartbeats/s in ${o.loadProcesses} load process(es)${o.deviceAuth ? `; devices.auth on, ${SOAK_AUTH_RATE} enrollments/s` : ''}`);
     // After the idle figure, which the bound starts from: a seeded database read at start would
     // count part of the page cache twice (soak/inventory.ts). SQLite takes a second writer.

@@ -28,6 +28,21 @@ export const READY_DEADLINE_MS: Record<ActorName, number> = {
  */
 export const ACTOR_HEAP_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 512 } as const;
 
+/**
+ * The threads every heartbeat passes through get a larger young generation: an HTTP heartbeat
+ * allocates about 4 KiB in its front-end and a CoAP one about four times as much (most of it
+ * node-coap's), so with 8 MiB the HTTP thread ran a minor collection every 14 ms at 50,000
+ * heartbeats a second, and the fleet thread copied and promoted the records it holds until
+ * their flush. Each of the three holds up to 16 MiB more under load for it (docs/memory.md);
+ * what it saves is in bench/results/2026-11-27-young-generation.md.
+ */
+export const HOT_ACTORS: ReadonlySet<ActorName> = new Set(['http', 'coap', 'fleet']);
+export const HOT_YOUNG_GENERATION_MB = 32;
+
+export function heapLimitsOf(name: ActorName): { maxYoungGenerationSizeMb: number; maxOldGenerationSizeMb: number } {
+  return HOT_ACTORS.has(name) ? { ...ACTOR_HEAP_LIMITS, maxYoungGenerationSizeMb: HOT_YOUNG_GENERATION_MB } : ACTOR_HEAP_LIMITS;
+}
+
 export function actorFile(name: ActorName): URL {
   return new URL(`../actors/${name}/index.js`, import.meta.url);
 }
@@ -60,7 +75,7 @@ export class ActorHost {
   preload(): void {
     if (this.preloaded) return;
     const data: ActorPreloadData = { actor: this.name };
-    const worker = new Worker(actorFile(this.name), { workerData: data, resourceLimits: ACTOR_HEAP_LIMITS, ...(this.execArgv ? { execArgv: [...this.execArgv] } : {}) });
+    const worker = new Worker(actorFile(this.name), { workerData: data, resourceLimits: heapLimitsOf(this.name), ...(this.execArgv ? { execArgv: [...this.execArgv] } : {}) });
     const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
     // A module that fails to load ends the worker before its start: start() reports this error.
     const preloaded: Preloaded = { worker, exited, onError: (err) => (preloaded.loadError ??= err) };
