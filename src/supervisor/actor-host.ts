@@ -30,10 +30,10 @@ export const ACTOR_HEAP_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGeneration
 
 /**
  * The threads every heartbeat passes through get a larger young generation: an HTTP heartbeat
- * allocates about 4 KiB in its front-end and a CoAP one about four times as much (most of it
- * node-coap's), so with 8 MiB the HTTP thread ran a minor collection every 14 ms at 50,000
- * heartbeats a second, and the fleet thread copied and promoted the records it holds until
- * their flush. Each of the three holds up to 16 MiB more under load for it (docs/memory.md);
+ * allocates about 4 KiB in its front-end and a CoAP one about 16 KiB (as much as a bare
+ * node-coap server: most of it is node-coap's), so with 8 MiB the HTTP thread ran a minor
+ * collection every 17 ms at 54,000 heartbeats a second, and the fleet thread copied and
+ * promoted the records it holds until their flush. Each of the three holds up to 16 MiB more under load for it (docs/memory.md);
  * what it saves is in bench/results/2026-11-27-young-generation.md.
  */
 export const HOT_ACTORS: ReadonlySet<ActorName> = new Set(['http', 'coap', 'fleet']);
