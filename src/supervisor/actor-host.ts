@@ -33,13 +33,14 @@ export const ACTOR_HEAP_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGeneration
  * allocates about 4 KiB in its front-end and a CoAP one about 16 KiB (as much as a bare
  * node-coap server: most of it is node-coap's), so with 8 MiB the HTTP thread ran a minor
  * collection every 17 ms at 54,000 heartbeats a second, and the fleet thread copied and
- * promoted the records it holds until their flush. Each of the three holds up to 16 MiB more under load for it (docs/memory.md);
- * what it saves is in bench/results/2026-11-27-young-generation.md.
+ * promoted the records it holds until their flush. Each of the three holds up to 16 MiB more
+ * under load for it (docs/memory.md); what it saves is in
+ * bench/results/2026-11-27-young-generation.md.
  */
-export const HOT_ACTORS: ReadonlySet<ActorName> = new Set(['http', 'coap', 'fleet']);
-export const HOT_YOUNG_GENERATION_MB = 32;
+const HOT_ACTORS: ReadonlySet<ActorName> = new Set(['http', 'coap', 'fleet']);
+const HOT_YOUNG_GENERATION_MB = 32;
 
-export function heapLimitsOf(name: ActorName): { maxYoungGenerationSizeMb: number; maxOldGenerationSizeMb: number } {
+function heapLimitsOf(name: ActorName): { maxYoungGenerationSizeMb: number; maxOldGenerationSizeMb: number } {
   return HOT_ACTORS.has(name) ? { ...ACTOR_HEAP_LIMITS, maxYoungGenerationSizeMb: HOT_YOUNG_GENERATION_MB } : ACTOR_HEAP_LIMITS;
 }
 
