@@ -147,6 +147,8 @@ export interface Nginx {
   readonly url: string;
   /** Lines of the access log: `msec status upstream_addr request_time "request"`. */
   accessLog(): Promise<string[]>;
+  /** Lines of the error log (level warn and up): why nginx failed a request. */
+  errorLog(): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -175,6 +177,7 @@ export async function startNginx(t: Owner, dir: string, upstreams: readonly numb
   return {
     url,
     accessLog: async () => (await readFile(join(prefix, 'logs', 'access.log'), 'utf8')).split('\n').filter(Boolean),
+    errorLog: async () => (await readFile(join(prefix, 'logs', 'error.log'), 'utf8')).split('\n').filter(Boolean),
     stop,
   };
 }
@@ -199,6 +202,7 @@ http {
   upstream updater {
 ${upstreams.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=5s;`).join('\n')}
     keepalive 32;
+    keepalive_timeout 5s;
   }
   server {
     listen 127.0.0.1:${port};

@@ -54,7 +54,9 @@ t.test('kill -9 of a replica under load through nginx: every device still update
 
   const lines = await nginx.accessLog();
   const failed = lines.filter((l) => Number(l.split(' ')[1]) >= 500);
-  t.ok(failed.every((l) => l.includes(`127.0.0.1:${victim.port}`)), `every failed request had gone to the killed replica (${failed.length})`);
+  const elsewhere = failed.filter((l) => !l.includes(`127.0.0.1:${victim.port}`));
+  t.same(elsewhere, [], `every failed request had gone to the killed replica (${failed.length} failed)`);
+  if (elsewhere.length > 0) t.comment(`nginx error log:\n${(await nginx.errorLog()).join('\n')}`);
   // A request that was on the killed replica when it died ended after the kill.
   const inFlightOnVictim = lines.filter((l) => l.includes(`127.0.0.1:${victim.port}`) && Number(l.split(' ')[0]) >= killedAt - 0.5).length;
   const errors = realErrors(report.errors).reduce((s, [, n]) => s + n, 0);
