@@ -7,14 +7,14 @@ import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../
 import { UpdaterError } from '../../../shared/errors.js';
 import { patchFormatSegment, type DeltaFormat } from '../../../shared/delta-formats.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
-import { parseJson, readBody } from '../server/body.js';
+import { onBody, parseJson, readBody } from '../server/body.js';
 import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from '../server/respond.js';
 import { answerFailure, openRequest } from '../server/route.js';
 import { streamTransfer } from './stream.js';
 import { registerDeviceAuthRoute } from './auth-route.js';
-import type { DeviceApp, DeviceRoute, RouteDeps } from './route-types.js';
+import type { CallbackHandler, DeviceApp, DeviceRoute, RouteDeps } from './route-types.js';
 import { keysRoute } from './keys-route.js';
 import { sendMetrics } from '../server/metrics-route.js';
 
@@ -23,8 +23,11 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   const { ctx, metrics } = deps;
   const apps = deviceApps.map((d) => d.app);
   const serving = { metrics, isDraining: () => deps.isDraining(), log: ctx.log };
-  /** GET routes answer HEAD too (RFC 9110 §9.3.2): the same headers, no body. */
-  const route: DeviceRoute = (method, path, name, handler) => {
+  /**
+   * Registers a route whose handler ends the request itself: `finish()` once answered,
+   * `fail(err)` when not. GET routes answer HEAD too (RFC 9110 §9.3.2): the same headers, no body.
+   */
+  const register = (method: 'get' | 'post', path: string, name: string, handler: CallbackHandler) => {
     const serve = (head: boolean, certifiedIdOf: DeviceApp['certifiedId']) => (res: HttpResponse, req: HttpRequest) => {
       // Read before the first await (uWS reuses the request object); listeners without a
       // certificate front never look at the header.
@@ -32,10 +35,15 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
       const request = openRequest(res, name, serving, head);
       if (!request) return;
       const { ex, done } = request;
-      handler(ex, req, certifiedId).then(done, (err) => {
+      const fail = (err: unknown) => {
         answerFailure(ex, err, name, ctx.log, 'request failed');
         done();
-      });
+      };
+      try {
+        handler(ex, req, certifiedId, done, fail);
+      } catch (err) {
+        fail(err);
+      }
     };
     for (const { app, certifiedId } of deviceApps) {
       app[method](path, serve(false, certifiedId));
@@ -43,6 +51,8 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
     }
     allowed.set(path, method === 'get' ? ['GET', 'HEAD'] : ['POST']);
   };
+  const route: DeviceRoute = (method, path, name, handler) =>
+    register(method, path, name, (ex, req, certifiedId, finish, fail) => handler(ex, req, certifiedId).then(finish, fail));
   const allowed = new Map<string, string[]>();
 
   const logReport = createReportLog(ctx.log, ctx.registry);
@@ -53,17 +63,26 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   /** The Authorization header of a device request, read before the first await (uWS forgets it after); '' with auth off. */
   const authorizationOf = (req: HttpRequest) => (gate.on ? req.getHeader('authorization') : '');
 
-  route('post', '/heartbeat', 'heartbeat', async (ex, req, certified) => {
+  // The busiest route, written without promises: when the snapshot holds the answer, the
+  // heartbeat is parsed, answered and fed to the inventory in the turn its body arrives.
+  register('post', '/heartbeat', 'heartbeat', (ex, req, certified, finish, fail) => {
     const receivedAtMs = Date.now();
     const authorization = authorizationOf(req);
-    const body = await readBody(ex, req, MAX_DEVICE_BODY_BYTES);
-    const pass = gate.admitBearer(authorization, certified);
-    // Parsed and validated once: every later stage takes this one typed heartbeat.
-    const heartbeat = validateHeartbeat(parseJson(body));
-    gate.requireDevice(pass, heartbeat.deviceId);
-    send(ex, 200, await heartbeats.answer(heartbeat));
-    // Only an answered heartbeat enters the inventory, and only once the device has its answer.
-    deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
+    onBody(ex, req, MAX_DEVICE_BODY_BYTES, (body) => {
+      const pass = gate.admitBearer(authorization, certified);
+      // Parsed and validated once: every later stage takes this one typed heartbeat.
+      const heartbeat = validateHeartbeat(parseJson(body));
+      gate.requireDevice(pass, heartbeat.deviceId);
+      const answered = (answer: string) => {
+        send(ex, 200, answer);
+        // Only an answered heartbeat enters the inventory, and only once the device has its answer.
+        deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
+        finish();
+      };
+      const answer = heartbeats.answer(heartbeat);
+      if (typeof answer === 'string') answered(answer);
+      else answer.then(answered).catch(fail);
+    }, fail);
   });
 
   route('post', '/report', 'report', async (ex, req, certified) => {
