@@ -41,6 +41,10 @@ t.test('hostile input over CoAP', async (t) => {
       t.match(response.payload.toString(), /^(MALFORMED_BODY|INVALID_FIELD)/, name);
     }
     t.equal((await s.client.heartbeat(v2.hash)).code, '2.05', 'the server still answers');
+    // Each answer is in the latency histogram under its route and code class.
+    const text = await metrics();
+    t.equal(metricValue(text, 'updater_coap_request_seconds_count', { route: 'heartbeat', code: '4.xx' }), bodies.length, 'every 4.00 counted under heartbeat, 4.xx');
+    t.ok(metricValue(text, 'updater_coap_request_seconds_count', { route: 'heartbeat', code: '2.xx' }) >= 12, 'the answered heartbeats under heartbeat, 2.xx');
   });
 
   await t.test('an oversized or block-wise request body is 4.13 with Size1, never decoded', async (t) => {
