@@ -25,6 +25,9 @@ async function publishPair(cluster: Cluster, size: number, seed: string): Promis
   return { v1, v2 };
 }
 
+/** The replica's last log lines at warn and above (pino levels 40 to 60). */
+const warningsOf = (replica: Cluster['replicas'][0]) => replica.process.output().split('\n').filter((l) => /"level":[456]0/.test(l)).slice(-20).join('\n');
+
 const realErrors = (errors: Record<string, number>) => Object.entries(errors).filter(([kind]) => kind !== 'client_saturated');
 
 // Three replica starts per test and bounded loads: more than tap's 180 s on a loaded machine.
@@ -105,7 +108,12 @@ t.test('the database lost and back under load: devices are answered, admin write
   await cluster.relay.cut();
   const health = (url: string) => fetch(`${url}/health`).then((r) => r.json() as Promise<Record<string, unknown>>);
   await eventually('both replicas see the database gone', () => Promise.all([a, b].map((r) => health(r.url))), (hs) => hs.every((h) => h.database === 'unreachable' && h.status === 'degraded'), 20_000);
-  const refused = await adminCall(b.url, 'POST', '/admin/artifacts', { name: 'app', version: '3', binary: v3.path });
+  // Once in a clean-clone CI run the replica closed this request's connection unanswered;
+  // should it again, the failure carries what the replica logged at warn and above.
+  const writeStarted = Date.now();
+  const refused = await adminCall(b.url, 'POST', '/admin/artifacts', { name: 'app', version: '3', binary: v3.path }).catch((err: Error & { cause?: Error }) => {
+    throw new Error(`the admin write to replica ${b.index} failed after ${Date.now() - writeStarted} ms (${err.cause?.message ?? err.message}); what it logged at warn and above:\n${warningsOf(b)}`);
+  });
   t.equal(refused.status, 503, 'an admin write is refused');
   t.equal(refused.json.error.code, 'DATABASE_UNREACHABLE');
   t.equal((await trackOf(b.url, 'app'))?.hash, v2.hash, 'the refused publish changed nothing');
