@@ -62,3 +62,19 @@ export class FastHistogram {
     this.series.clear();
   }
 }
+
+/**
+ * The recorders of a request histogram labelled by route and answer class (the first digit of
+ * an HTTP status or CoAP code), each made on first use: no key text is built on a request's path.
+ * `labelsOf` names the series, e.g. `{ route, status: '2xx' }`.
+ */
+export function routeClassRecorders(histogram: FastHistogram, labelsOf: (route: string, answerClass: string) => Record<string, string>): (route: string, answerClass: string) => (value: number) => void {
+  const byRoute = new Map<string, Map<string, (value: number) => void>>();
+  return (route, answerClass) => {
+    let byClass = byRoute.get(route);
+    if (!byClass) byRoute.set(route, (byClass = new Map()));
+    let record = byClass.get(answerClass);
+    if (!record) byClass.set(answerClass, (record = histogram.recorder(`${route} ${answerClass}`, labelsOf(route, answerClass))));
+    return record;
+  };
+}

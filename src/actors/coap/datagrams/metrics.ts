@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { createDeviceCounters } from '../../front-ends/device-metrics.js';
-import { FastHistogram } from '../../../shared/fast-histogram.js';
+import { FastHistogram, routeClassRecorders } from '../../../shared/fast-histogram.js';
 
 export interface CoapMetrics {
   /** Returns the function that records the request's end with its response code. */
@@ -20,15 +20,7 @@ export function createCoapMetrics(registry: Registry, gauges: CoapGauges): CoapM
   // the CoAP thread in a heartbeat run. By route, then by the code's class digit, as on HTTP.
   const requests = new FastHistogram('updater_coap_request_seconds', 'CoAP requests by route and response class',
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5], registry);
-  const recorders = new Map<string, Map<string, (seconds: number) => void>>();
-  const recorderFor = (route: string, code: string) => {
-    let byClass = recorders.get(route);
-    if (!byClass) recorders.set(route, (byClass = new Map()));
-    const digit = code[0] ?? '?';
-    let record = byClass.get(digit);
-    if (!record) byClass.set(digit, (record = requests.recorder(`${route} ${digit}`, { route, code: `${digit}.xx` })));
-    return record;
-  };
+  const recorderFor = routeClassRecorders(requests, (route, digit) => ({ route, code: `${digit}.xx` }));
   const dropped = new Counter({
     name: 'updater_coap_datagrams_dropped_total',
     help: 'Datagrams processed no further, by reason (a malformed confirmable one gets a bare Reset, the rest no answer)',
@@ -55,7 +47,7 @@ export function createCoapMetrics(registry: Registry, gauges: CoapGauges): CoapM
   return {
     startRequest(route) {
       const started = performance.now();
-      return (code) => recorderFor(route, code)((performance.now() - started) / 1000);
+      return (code) => recorderFor(route, code[0] ?? '?')((performance.now() - started) / 1000);
     },
     dropped: (reason) => dropped.inc({ reason }),
     report: device.report,
