@@ -1,7 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import coap, { type CoapPacket, type IncomingMessage, type OutgoingMessage } from 'coap';
-import { generate } from 'coap-packet';
+import { generate, type ParsedPacket } from 'coap-packet';
 import type { ControlApi } from '../../messages/lifecycle.js';
 import { UpdaterError } from '../../shared/errors.js';
 import { runActor, type OwnApi } from '../runtime.js';
@@ -17,6 +17,8 @@ import { fleetFeedFor } from '../front-ends/fleet-feed.js';
 import { deviceGateFor } from '../front-ends/device-gate.js';
 import { heartbeatAnswers } from '../front-ends/heartbeat-answers.js';
 import { TransferReader } from './device/transfer.js';
+import { DirectHeartbeats } from './device/direct-heartbeat.js';
+import { heartbeatDecision } from './device/heartbeat.js';
 
 //   UDP datagram ─▶ guard (parse once; drop garbage; mark oversized bodies)
 //                 ─▶ node-coap (duplicate detection from its response cache, piggybacked ACK)
@@ -34,7 +36,7 @@ await runActor(async (ctx) => {
   // cacheSize bounds the memory of the responses kept to answer retransmitted requests,
   // counted with what each one holds (dedup-cache.ts).
   const server = coap.createServer({ type, cacheSize: dedupCacheBytes });
-  boundDedupCache(server);
+  const remember = boundDedupCache(server);
   const inFlight = new InFlight(maxInFlight);
   const tooLarge = new WeakSet<object>();
   const refused = new WeakMap<object, UpdaterError>();
@@ -48,7 +50,17 @@ await runActor(async (ctx) => {
   const fleet = fleetFeedFor(ctx);
   const gate = await deviceGateFor(ctx);
   const heartbeats = heartbeatAnswers(ctx, 'cbor');
-  const handle = deviceRoutes({ ctx, metrics, transfers, fleet, gate, heartbeats, isTooLarge: (req) => tooLarge.has(req._packet), proof: new AddressProof() });
+  const proof = new AddressProof();
+  const socket = await bind(type, listen.host, listen.port);
+  const direct = new DirectHeartbeats({
+    server, socket, remember, fleet, metrics, proof, log: ctx.log,
+    // The guard hands on only whole bodies within the limit: the packet's payload is the body.
+    decide: heartbeatDecision<ParsedPacket>(gate, heartbeats, { options: (packet) => packet.options, body: (packet) => packet.payload }),
+    full: () => inFlight.count >= inFlight.limit,
+  });
+  const handle = deviceRoutes({
+    ctx, metrics, transfers, fleet, gate, heartbeats, proof, decided: (req) => direct.decided(req), isTooLarge: (req) => tooLarge.has(req._packet),
+  });
 
   server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
     // A send that fails (socket closed during a drain, packet too large) must not end the thread.
@@ -67,7 +79,6 @@ await runActor(async (ctx) => {
   });
   server.on('error', (err: Error) => ctx.log.error({ err }, 'coap socket error'));
 
-  const socket = await bind(type, listen.host, listen.port);
   server.listen(socket);
   // node-coap's own datagram listener parses and would answer garbage itself; the guard
   // takes its place and hands node-coap only packets worth answering (see guard.ts).
@@ -93,6 +104,7 @@ await runActor(async (ctx) => {
         : new UpdaterError('UNSUPPORTED_CRITICAL_OPTION'));
     }
     try {
+      if (verdict.kind === 'pass' && direct.answer(verdict.packet, rinfo)) return;
       // node-coap's entry point for a parsed datagram (what its own listener calls after parsing).
       server._handle(verdict.packet as CoapPacket, rinfo);
     } catch (err) {

@@ -47,6 +47,11 @@ export class AddressProof {
   }
 }
 
+/** The size of an answer datagram: header, token, options, then the payload marker and payload. */
+export function answerBytes(tokenBytes: number, payloadBytes: number, optionBytes: number): number {
+  return 4 + tokenBytes + optionBytes + (payloadBytes > 0 ? 1 + payloadBytes : 0);
+}
+
 /** The most bytes an answer to an unproven request of `requestBytes` may have. */
 export function answerBudget(requestBytes: number): number {
   return AMPLIFICATION_FACTOR * requestBytes;

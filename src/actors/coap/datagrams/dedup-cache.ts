@@ -24,7 +24,15 @@ export const DEDUP_RETRANSMITTED_ENTRY_BYTES = 6144;
 
 type CachedDatagram = Buffer & { sender?: { reset(): void } };
 
-export function boundDedupCache(server: CoapServer): void {
+/**
+ * Keeps an answer sent without node-coap (a piggybacked ACK, never retransmitted) under `key`,
+ * where node-coap looks when the request comes again. The cache holds the datagram as it is:
+ * nothing may write to it afterwards.
+ */
+export type RememberAnswer = (key: string, datagram: Buffer) => void;
+
+/** Bounds node-coap's cache as above; returns how the front-end's own answers join it. */
+export function boundDedupCache(server: CoapServer): RememberAnswer {
   const lru = server._lru;
   const set = lru.set;
   lru.set = function (this: typeof lru, key: string, datagram: CachedDatagram, options?: Parameters<typeof set>[2]) {
@@ -35,4 +43,7 @@ export function boundDedupCache(server: CoapServer): void {
     setImmediate(() => datagram.sender?.reset());
     return set.call(this, key, Buffer.from(datagram), { ...options, size: datagram.length + DEDUP_ENTRY_OVERHEAD_BYTES });
   } as typeof set;
+  return (key, datagram) => {
+    set.call(lru, key, datagram, { size: datagram.length + DEDUP_ENTRY_OVERHEAD_BYTES });
+  };
 }

@@ -1,14 +1,19 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { createDeviceCounters } from '../../front-ends/device-metrics.js';
 import { FastHistogram, routeClassRecorders } from '../../../shared/fast-histogram.js';
+import { plainCounter } from '../../../shared/plain-counter.js';
 
 export interface CoapMetrics {
   /** Returns the function that records the request's end with its response code. */
   startRequest(route: string): (code: string) => void;
   dropped(reason: string): void;
+  /** A heartbeat answered 2.05, straight from its datagram or through node-coap (direct-heartbeat.ts). */
+  heartbeatAnswered(path: HeartbeatPath): void;
   report(success: boolean): void;
   transferred(kind: string, bytes: number): void;
 }
+
+export type HeartbeatPath = 'direct' | 'node-coap';
 
 export interface CoapGauges {
   inFlight(): number;
@@ -28,6 +33,12 @@ export function createCoapMetrics(registry: Registry, gauges: CoapGauges): CoapM
     registers: [registry],
   });
   const device = createDeviceCounters(registry, 'coap');
+  const heartbeats = plainCounter<HeartbeatPath>(registry, {
+    name: 'updater_coap_heartbeats_answered_total',
+    help: 'CoAP heartbeats answered 2.05, by path: direct (a plain confirmable heartbeat answered from its datagram) or node-coap (the rest)',
+    label: 'path',
+    values: ['direct', 'node-coap'],
+  });
   new Gauge({
     name: 'updater_coap_in_flight',
     help: 'CoAP requests being answered (bounded by coap.max_in_flight)',
@@ -50,6 +61,7 @@ export function createCoapMetrics(registry: Registry, gauges: CoapGauges): CoapM
       return (code) => recorderFor(route, code[0] ?? '?')((performance.now() - started) / 1000);
     },
     dropped: (reason) => dropped.inc({ reason }),
+    heartbeatAnswered: (path) => heartbeats[path]++,
     report: device.report,
     transferred: device.transferred,
   };

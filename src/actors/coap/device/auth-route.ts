@@ -11,13 +11,16 @@ import type { Handler } from './handler.js';
 const AUTH_QUERY = 'auth=';
 const AUTH_QUERY_BYTES = Buffer.from(AUTH_QUERY);
 
+/** Parsed options, as coap-packet gives them or as node-coap has since converted their values. */
+export type RequestOptions = readonly { readonly name: string | number; readonly value: unknown }[] | undefined;
+
 /**
  * The token of a request's `auth=` Uri-Query option; undefined without one. Decoded from past
  * the prefix, so the token is a string of its own: a slice would be read through its parent on
  * every comparison of the token check.
  */
-export function queryToken(req: IncomingMessage): string | undefined {
-  for (const option of req._packet.options ?? []) {
+export function queryToken(options: RequestOptions): string | undefined {
+  for (const option of options ?? []) {
     if (option.name !== 'Uri-Query') continue;
     const value = option.value;
     if (Buffer.isBuffer(value)) {

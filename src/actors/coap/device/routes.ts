@@ -1,14 +1,14 @@
 import type { IncomingMessage, OutgoingMessage } from 'coap';
 import type { TransferKind } from '../../../messages/store.js';
-import { heartbeatFields, reportFields } from '../../../shared/wire/cbor.js';
+import { reportFields } from '../../../shared/wire/cbor.js';
 import { encodeBlockOption, parseBlockOption } from '../../../shared/wire/block2.js';
 import { echoValue } from '../../../shared/wire/echo.js';
-import { validateHeartbeat, validateReport } from '../../../shared/wire/validate.js';
+import { validateReport } from '../../../shared/wire/validate.js';
 import { UpdaterError, errorIsInternal, isUpdaterError } from '../../../shared/errors.js';
 import { patchFormatSegment } from '../../../shared/delta-formats.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
 import type { ActorContext } from '../../runtime.js';
-import { answerBudget, ECHO_OPTION, type AddressProof } from '../datagrams/amplification.js';
+import { answerBudget, answerBytes, ECHO_OPTION, type AddressProof } from '../datagrams/amplification.js';
 import { selectBlock, unprovenBlock } from './block2.js';
 import { MAX_REQUEST_BODY_BYTES } from '../datagrams/guard.js';
 import type { HeartbeatAnswers } from '../../front-ends/heartbeat-answers.js';
@@ -22,6 +22,7 @@ import type { DeviceGate } from '../../front-ends/device-gate.js';
 import { authRoute, queryToken } from './auth-route.js';
 import { keysRoute } from './keys-route.js';
 import type { Handler } from './handler.js';
+import { heartbeatDecision, type HeartbeatOutcome } from './heartbeat.js';
 
 /** RFC 7252 §5.10.6: an ETag is at most 8 bytes; the transfer hash's first 8 stand for it. */
 const ETAG_BYTES = 8;
@@ -40,6 +41,8 @@ export interface RouteDeps {
   gate: DeviceGate;
   /** Heartbeat answers as CBOR with the CoAP chunk fields: from the front-end's decision snapshot, or the manifester's. */
   heartbeats: HeartbeatAnswers<Uint8Array>;
+  /** What the direct path decided of a heartbeat it left to node-coap (direct-heartbeat.ts), taken once. */
+  decided(req: IncomingMessage): Promise<HeartbeatOutcome> | undefined;
 }
 
 
@@ -61,24 +64,20 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
   // A signed manifest is a few hundred bytes: more than 3x a short heartbeat. An unproven
   // source gets 4.01 with an Echo value instead (a few dozen bytes) and asks again with it.
   const mayAnswer = (req: IncomingMessage, res: OutgoingMessage, payloadBytes: number): boolean => {
-    if (answerBytes(req, payloadBytes, 2) <= answerBudget(requestBytes(req)) || proven(req, deps)) return true;
+    if (answerBytes(req._packet.token?.length ?? 0, payloadBytes, 2) <= answerBudget(requestBytes(req)) || proven(req, deps)) return true;
     send(res, '4.01', Buffer.alloc(0), { [ECHO_OPTION]: deps.proof.echoFor(req.rsinfo.address) });
     return false;
   };
 
   const { gate, heartbeats } = deps;
-  const tokenOf = (req: IncomingMessage) => (gate.on ? queryToken(req) : undefined);
+  const tokenOf = (req: IncomingMessage) => (gate.on ? queryToken(req._packet.options) : undefined);
 
+  const decide = heartbeatDecision<IncomingMessage>(gate, heartbeats, { options: (req) => req._packet.options, body: (req) => cborBody(req, deps) });
   const heartbeat: Handler = async (req, res) => {
-    const receivedAtMs = Date.now();
-    const pass = gate.admit(tokenOf(req));
-    // Decoded and validated once: every later stage takes this one typed heartbeat.
-    const heartbeat = validateHeartbeat(heartbeatFields(cborBody(req, deps)));
-    gate.requireDevice(pass, heartbeat.deviceId);
-    const answer = await heartbeats.answer(heartbeat);
-    const body = Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength);
+    const { heartbeat, body, receivedAtMs } = await (deps.decided(req) ?? decide(req));
     if (!mayAnswer(req, res, body.length)) return '4.01';
     send(res, '2.05', body, { 'Content-Format': CONTENT_FORMAT_CBOR });
+    metrics.heartbeatAnswered('node-coap');
     deps.fleet.heartbeat(heartbeat, 'coap', receivedAtMs);
     return '2.05';
   };
@@ -114,7 +113,7 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
     const location = await transfers.find(kind, to, from, format);
     // An unproven source gets a block small enough for the 3x rule, with an Echo value that
     // earns it the size it asked for on its next request.
-    const capped = requested && !proven(req, deps) ? unprovenBlock(requested, answerBudget(requestBytes(req)) - answerBytes(req, 0, TRANSFER_OPTION_BYTES)) : requested;
+    const capped = requested && !proven(req, deps) ? unprovenBlock(requested, answerBudget(requestBytes(req)) - answerBytes(req._packet.token?.length ?? 0, 0, TRANSFER_OPTION_BYTES)) : requested;
     const echo = capped !== requested ? { [ECHO_OPTION]: deps.proof.echoFor(req.rsinfo.address) } : {};
     const block = selectBlock(capped, location.size, requestBytes(req));
     if (block.kind === 'out-of-range') {
@@ -167,11 +166,6 @@ export function deviceRoutes(deps: RouteDeps): (req: IncomingMessage, res: Outgo
  * Size2 (5) and Echo (14), plus the payload marker.
  */
 const TRANSFER_OPTION_BYTES = 2 + 9 + 4 + 5 + 14 + 1;
-
-/** The size of an answer to `req` with a payload of `payloadBytes` and options of `optionBytes`. */
-function answerBytes(req: IncomingMessage, payloadBytes: number, optionBytes: number): number {
-  return 4 + (req._packet.token?.length ?? 0) + optionBytes + (payloadBytes > 0 ? 1 + payloadBytes : 0);
-}
 
 /** Whether the request carries an Echo value this server made for its source address. */
 function proven(req: IncomingMessage, deps: RouteDeps): boolean {
