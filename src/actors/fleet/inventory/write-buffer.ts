@@ -1,4 +1,5 @@
 import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
+import { PendingQueue, SharedTexts, textFields } from './pending-queue.js';
 
 // The inventory's pending writes, under a byte budget (fleet.buffer_mb). Heartbeats of one
 // device coalesce: only the newest is kept. Each pending heartbeat is in one of three queues,
@@ -27,7 +28,8 @@ import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 // in a large table) were the fleet thread's largest single cost after SQLite. A heartbeat that
 // replaces a pending one, or one that is dropped, leaves its slot behind in its queue (stale:
 // its device's entry no longer points at it); a queue is compacted once the stale slots hold
-// an eighth of the budget, so they are bounded too.
+// an eighth of the budget, so they are bounded too. A queue holds its heartbeats column by
+// column, nothing allocated per heartbeat that lives until the flush (pending-queue.ts).
 
 export type DropReason = 'last_seen' | 'new_device' | 'report_overflow';
 type Klass = 'seen' | 'first' | 'change';
@@ -42,33 +44,30 @@ export function reportBytes(r: ReportRecord): number {
 }
 
 /**
- * Bytes one remembered device is counted for: measured 164 bytes with a 12-character device id
- * and 187 with a 36-character one (its entry object, the Map's slots and the id; the hash
+ * Bytes one remembered device is counted for: measured 181 bytes with a 12-character device id
+ * and 205 with a 36-character one (its entry object, the Map's slots and the id; the hash
  * string is shared), plus room for the Map's table, which grows by doubling. (A bare hash per
- * device, before the entry object, was 70 to 96 bytes: the one lookup costs that memory.)
+ * device, before the entry object, was 70 to 96 bytes: the one lookup costs that memory. The
+ * entry's place in its queue, instead of a pending object, added 17 to 18 bytes.)
  */
-export const KNOWN_ENTRY_BYTES = 200;
+export const KNOWN_ENTRY_BYTES = 224;
 /** Once the device memory is full, one device new to it in this many is remembered (see above). */
 export const ADMIT_EVERY = 8;
-/** Distinct version hashes shared by the remembered devices before that little table starts over. */
-const SHARED_HASHES = 1024;
+/** Distinct texts (hashes, versions, tracks, hardware) shared by the buffer before that little table starts over. */
+const SHARED_TEXTS = 1024;
 const KLASSES = ['seen', 'first', 'change'] as const;
 
-/** What the buffer holds for one device: what was written last, and what waits. */
+/** What the buffer holds for one device: what was written last, and where its pending heartbeat is. */
 interface Device {
   readonly id: string;
   /** The version hash last written for it, or undefined when none was (or it was forgotten). */
   written: string | undefined;
-  pending: Pending | undefined;
   /** Set once the entry has left the map: a flush that ends later must not count it again. */
   forgotten: boolean;
-}
-
-interface Pending {
-  readonly record: HeartbeatRecord;
-  readonly klass: Klass;
-  readonly bytes: number;
-  readonly device: Device;
+  /** The pending heartbeat: its number (0 when none), class and slot in that class's queue. */
+  seq: number;
+  klass: Klass;
+  slot: number;
 }
 
 export interface Taken {
@@ -81,9 +80,9 @@ export interface Taken {
 export class WriteBuffer {
   private readonly devices = new Map<string, Device>();
   /** Pending heartbeats per class, oldest first, stale slots among them (see above). */
-  private queues: Record<Klass, Pending[]> = { seen: [], first: [], change: [] };
-  /** Where the search for the oldest live slot of a queue resumes: everything before it is stale. */
-  private readonly heads: Record<Klass, number> = { seen: 0, first: 0, change: 0 };
+  private readonly queues: Record<Klass, PendingQueue<Device>> = { seen: new PendingQueue(), first: new PendingQueue(), change: new PendingQueue() };
+  /** The last number given to a pending heartbeat. */
+  private seq = 0;
   private readonly live: Record<Klass, number> = { seen: 0, first: 0, change: 0 };
   private staleBytes = 0;
   private reports: ReportRecord[] = [];
@@ -93,7 +92,8 @@ export class WriteBuffer {
   private readonly knownLimit: number;
   /** Devices refused by the full memory since the last one admitted. */
   private refusedSinceAdmit = 0;
-  private readonly hashes = new Map<string, string>();
+  private readonly texts = new SharedTexts(SHARED_TEXTS);
+  private readonly fields = textFields(this.texts);
   private heartbeatBytesTotal = 0;
   readonly dropped: Record<DropReason, number> = { last_seen: 0, new_device: 0, report_overflow: 0 };
 
@@ -141,8 +141,9 @@ export class WriteBuffer {
   oldestReceivedAtMs(): number | undefined {
     let oldest: number | undefined;
     for (const klass of KLASSES) {
-      const first = this.oldest(klass);
-      if (first && (oldest === undefined || first.record.receivedAtMs < oldest)) oldest = first.record.receivedAtMs;
+      const queue = this.queues[klass];
+      const first = queue.oldest();
+      if (first >= 0 && (oldest === undefined || queue.receivedAtMs(first) < oldest)) oldest = queue.receivedAtMs(first);
     }
     const report = this.reports[0];
     if (report && (oldest === undefined || report.receivedAtMs < oldest)) oldest = report.receivedAtMs;
@@ -152,20 +153,22 @@ export class WriteBuffer {
   addHeartbeat(record: HeartbeatRecord): void {
     let device = this.devices.get(record.deviceId);
     if (!device) {
-      device = { id: record.deviceId, written: undefined, pending: undefined, forgotten: false };
+      device = { id: record.deviceId, written: undefined, forgotten: false, seq: 0, klass: 'first', slot: 0 };
       this.devices.set(record.deviceId, device);
     }
-    const previous = device.pending;
-    if (previous) this.unlink(previous);
+    // A newer heartbeat of a device with one pending replaces it; a change stays a change.
+    const pending = device.seq !== 0;
+    const pendingChange = pending && (device.klass === 'change' || this.queues[device.klass].versionHash(device.slot) !== record.versionHash);
+    if (pending) this.unlink(device);
     let klass: Klass;
-    if (previous?.klass === 'change' || (previous && previous.record.versionHash !== record.versionHash)) klass = 'change';
+    if (pendingChange) klass = 'change';
     else if (device.written === undefined) klass = 'first';
     else klass = device.written === record.versionHash ? 'seen' : 'change';
-    const pending: Pending = { record, klass, bytes: heartbeatBytes(record), device };
-    device.pending = pending;
-    this.queues[klass].push(pending);
+    const bytes = heartbeatBytes(record);
+    device.klass = klass;
+    this.queues[klass].push(device, ++this.seq, record, bytes, this.fields);
     this.live[klass]++;
-    this.heartbeatBytesTotal += pending.bytes;
+    this.heartbeatBytesTotal += bytes;
     this.enforceBudget();
   }
 
@@ -181,17 +184,16 @@ export class WriteBuffer {
     const devices: Device[] = [];
     for (const klass of KLASSES) {
       const queue = this.queues[klass];
-      for (let i = this.heads[klass]; i < queue.length; i++) {
-        const pending = queue[i]!;
-        if (pending.device.pending !== pending) continue;
-        pending.device.pending = undefined;
-        heartbeats.push(pending.record);
-        devices.push(pending.device); // kept in the map: `written` or `putBack` comes next
+      for (let slot = queue.start; slot < queue.length; slot++) {
+        if (!queue.isLive(slot)) continue;
+        const device = queue.owner(slot);
+        device.seq = 0;
+        heartbeats.push(queue.record(slot, device.id));
+        devices.push(device); // kept in the map: `written` or `putBack` comes next
       }
       this.live[klass] = 0;
-      this.heads[klass] = 0;
+      queue.clear();
     }
-    this.queues = { seen: [], first: [], change: [] };
     this.staleBytes = 0;
     const reports = this.reports;
     this.reports = [];
@@ -205,7 +207,7 @@ export class WriteBuffer {
     taken.heartbeats.forEach((record, i) => {
       const device = taken.devices[i];
       const current = device && !device.forgotten ? device : this.devices.get(record.deviceId);
-      if (!current?.pending) this.addHeartbeat(record);
+      if (!current || current.seq === 0) this.addHeartbeat(record);
     });
     const newer = this.reports;
     this.reports = [];
@@ -229,14 +231,14 @@ export class WriteBuffer {
       if (device.written === r.versionHash) return;
       if (device.written === undefined && this.remembered >= this.knownLimit) {
         if (++this.refusedSinceAdmit < this.admitEvery) {
-          if (!device.pending) this.forget(device); // nothing else holds it: its next heartbeat is a first sighting
+          if (device.seq === 0) this.forget(device); // nothing else holds it: its next heartbeat is a first sighting
           return;
         }
         this.refusedSinceAdmit = 0;
       }
       this.devices.delete(device.id);
       if (device.written === undefined) this.remembered++;
-      device.written = this.shared(r.versionHash);
+      device.written = this.texts.text(r.versionHash);
       this.devices.set(device.id, device);
     });
     // One pass from the oldest: a fresh iterator per eviction would walk the holes the earlier
@@ -249,18 +251,9 @@ export class WriteBuffer {
       if (device.written === undefined) continue;
       device.written = undefined;
       this.remembered--;
-      if (!device.pending) this.forget(device);
+      if (device.seq === 0) this.forget(device);
       if (--excess === 0) break;
     }
-  }
-
-  /** One string per version hash for all the devices on it. */
-  private shared(hash: string): string {
-    const known = this.hashes.get(hash);
-    if (known !== undefined) return known;
-    if (this.hashes.size >= SHARED_HASHES) this.hashes.clear();
-    this.hashes.set(hash, hash);
-    return hash;
   }
 
   /** Takes an entry that holds nothing (no written version, no pending heartbeat) out of the map. */
@@ -270,22 +263,23 @@ export class WriteBuffer {
   }
 
   /** A pending heartbeat leaves its queue (replaced or dropped): its slot turns stale. */
-  private unlink(pending: Pending): void {
-    pending.device.pending = undefined;
-    this.live[pending.klass]--;
-    this.heartbeatBytesTotal -= pending.bytes;
-    this.staleBytes += pending.bytes;
+  private unlink(device: Device): void {
+    const bytes = this.queues[device.klass].bytes(device.slot);
+    device.seq = 0;
+    this.live[device.klass]--;
+    this.heartbeatBytesTotal -= bytes;
+    this.staleBytes += bytes;
   }
 
   private enforceBudget(): void {
     while (this.bytes > this.budgetBytes) {
       const victim = this.oldest('seen') ?? this.oldest('first');
       if (victim) {
-        this.unlink(victim);
         this.dropped[victim.klass === 'seen' ? 'last_seen' : 'new_device']++;
+        this.unlink(victim);
         // An entry left holding nothing goes: a first sighting (a flood of invented ids leaves
         // nothing behind), or a known device whose written version was forgotten meanwhile.
-        if (victim.device.written === undefined) this.forget(victim.device);
+        if (victim.written === undefined) this.forget(victim);
       } else if (this.reportBytesTotal > this.budgetBytes) {
         this.reportBytesTotal -= reportBytes(this.reports.shift()!);
         this.dropped.report_overflow++;
@@ -296,13 +290,11 @@ export class WriteBuffer {
     if (this.staleBytes > this.budgetBytes / 8) this.compact();
   }
 
-  /** The oldest live slot of a queue; the head moves past the stale ones before it. */
-  private oldest(klass: Klass): Pending | undefined {
+  /** The device of the oldest live slot of a queue. */
+  private oldest(klass: Klass): Device | undefined {
     const queue = this.queues[klass];
-    let at = this.heads[klass];
-    while (at < queue.length && queue[at]!.device.pending !== queue[at]) at++;
-    this.heads[klass] = at;
-    return queue[at];
+    const slot = queue.oldest();
+    return slot < 0 ? undefined : queue.owner(slot);
   }
 
   /**
@@ -311,10 +303,7 @@ export class WriteBuffer {
    * heartbeats, not in heartbeats × queue length.
    */
   private compact(): void {
-    for (const klass of KLASSES) {
-      this.queues[klass] = this.queues[klass].filter((p) => p.device.pending === p);
-      this.heads[klass] = 0;
-    }
+    for (const klass of KLASSES) this.queues[klass].compact();
     this.staleBytes = 0;
   }
 }
