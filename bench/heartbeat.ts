@@ -7,7 +7,6 @@ import { adminCall } from '../test/helpers/admin.js';
 import { freeUdpPort } from '../test/helpers/coap.js';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.js';
 import { firmware, freePort, makeFixture, nextVersion, type Fixture } from '../test/helpers/fixture.js';
-import { heartbeatUntilSigned } from '../test/helpers/http.js';
 import { configDocument, writeConfig } from '../test/helpers/server.js';
 import type { BareWorkerData } from './bare-uws.js';
 import { collectWarnings, processCpuSeconds, reportWarnings, startNodeProcess, stopNodeProcess, THIS_ROOT } from './builds.js';
@@ -172,9 +171,10 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     if (AUTH) throw new RangeError('BENCH_HEARTBEAT_KINDS=targeted measures servers with device tokens off');
     for (const server of servers) ({ shape: shapes.targeted, variant } = await prepareTargeted(server.url, v2, v3, DEVICES));
   }
-  // The signed delta is made on first demand: wait for it before measuring (with a token where auth is on).
+  // The signed delta is made on first demand: wait for it before measuring, as the fleet's
+  // first device (the tokens file starts with its token, for the servers with auth on).
   const firstToken = tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
-  if (KINDS.includes('delta')) for (const server of servers) await heartbeatUntilSigned(server.url, v1.hash, 'app', undefined, server.auth ? firstToken : undefined);
+  if (KINDS.includes('delta')) for (const server of servers) await untilSigned(server, shapes.delta, server.auth ? firstToken : undefined);
 
   // The exact bytes the servers answer, so the baselines answer the same.
   const answers: BareWorkerData['answers'] = {};
@@ -416,6 +416,18 @@ export function heartbeatBody(versionHash: string): string {
 }
 
 /** The exact bytes the server answers, so the bare handler can answer the same. */
+/** Heartbeats as the fleet's first device until the answer is signed (the delta is made). */
+async function untilSigned(server: Server, shape: HeartbeatShape, token: string | undefined): Promise<void> {
+  const body = JSON.stringify(fleetHeartbeat(deviceId(0), shape));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const answer = await rawAnswer(`${server.url}/heartbeat`, body, token ? { authorization: `Bearer ${token}` } : {});
+    if ((JSON.parse(answer.body) as { signature?: string }).signature) return;
+    if (Date.now() > deadline) throw new Error(`${server.name}: no signed answer within 60 s: ${answer.body}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 export async function rawAnswer(url: string, body: string, headers: Record<string, string> = {}): Promise<{ body: string; contentType: string }> {
   const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   const text = await response.text();
