@@ -50,6 +50,7 @@ export const SLOW_FILES: readonly string[] = [
   'test/server/cluster-tracks.test.ts',
   'test/server/coap-amplification.test.ts',
   'test/server/coap-decisions.test.ts',
+  'test/server/coap-direct-heartbeat.test.ts',
   'test/server/coap-download.test.ts',
   'test/server/coap-hostile.test.ts',
   'test/server/coap-lifecycle.test.ts',
