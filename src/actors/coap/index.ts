@@ -54,7 +54,7 @@ await runActor(async (ctx) => {
   const socket = await bind(type, listen.host, listen.port);
   const direct = new DirectHeartbeats({
     server, socket, remember, fleet, metrics, proof, log: ctx.log,
-    // The guard hands on only whole bodies within the limit: the packet's payload is the body.
+    // Only plain heartbeats reach it (direct-heartbeat.ts), their bodies whole and within the limit.
     decide: heartbeatDecision<ParsedPacket>(gate, heartbeats, { options: (packet) => packet.options, body: (packet) => packet.payload }),
     full: () => inFlight.count >= inFlight.limit,
   });

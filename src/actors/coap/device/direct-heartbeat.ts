@@ -6,6 +6,7 @@ import type { FleetFeed } from '../../front-ends/fleet-feed.js';
 import { echoValue } from '../../../shared/wire/echo.js';
 import { answerBudget, answerBytes, type AddressProof } from '../datagrams/amplification.js';
 import type { RememberAnswer } from '../datagrams/dedup-cache.js';
+import { MAX_REQUEST_BODY_BYTES } from '../datagrams/guard.js';
 import type { CoapMetrics } from '../datagrams/metrics.js';
 import type { HeartbeatDecision, HeartbeatOutcome } from './heartbeat.js';
 
@@ -100,11 +101,13 @@ export class DirectHeartbeats {
 }
 
 /**
- * POST /heartbeat, confirmable, with no Block2 option and a CBOR body (or no Content-Format):
- * a request whose only answer is a piggybacked 2.05 or the route's refusal.
+ * POST /heartbeat, confirmable, with no Block2 option and a CBOR body (or no Content-Format)
+ * within the body limit: a request whose only answer is a piggybacked 2.05 or the route's
+ * refusal. The limit is the guard's too; checked here, no caller can hand the decoder more.
  */
 function isPlainHeartbeat(packet: ParsedPacket): boolean {
   if (packet.code !== '0.02' || !packet.confirmable || packet.ack || packet.reset) return false;
+  if (packet.payload.length > MAX_REQUEST_BODY_BYTES) return false;
   let path = 0;
   for (const { name, value } of packet.options) {
     if (name === 'Uri-Path') {
