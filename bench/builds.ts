@@ -122,9 +122,9 @@ export function reportWarnings(warnings: ReadonlyMap<string, () => string[]>, re
  * A node script on the server cores; resolves once its output contains `readyText`.
  * `nodeArgs` go to node itself (e.g. `--cpu-prof`).
  */
-export async function startNodeProcess(file: string, args: readonly string[], readyText: string, nodeArgs: readonly string[] = []): Promise<ChildProcess> {
+export async function startNodeProcess(file: string, args: readonly string[], readyText: string, nodeArgs: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
   const [command, argv] = onCores('server', process.execPath, [...nodeArgs, file, ...args]);
-  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let output = '';
   const collect = (d: Buffer) => {
     if (output.length < 64_000) output += d;

@@ -389,7 +389,8 @@ async function startServer(fixture: Fixture, engine: Engine, auth: boolean, arti
     nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, name)}`];
   }
   try {
-    const child = await startNodeProcess(join(THIS_ROOT, 'bin', 'updater.js'), ['serve', '--config', config], '"server started"', nodeArgs);
+    // A profile names each actor's source files only when the actors run unbundled (actor-host.ts).
+    const child = await startNodeProcess(join(THIS_ROOT, 'bin', 'updater.js'), ['serve', '--config', config], '"server started"', nodeArgs, PROFILE_DIR ? { UPDATER_UNBUNDLED: '1' } : {});
     return { name, engine, auth, child, url: `http://127.0.0.1:${port}`, coapPort, database, served: 0, windows: [] };
   } catch (err) {
     await database?.drop();

@@ -21,6 +21,7 @@ const SUITES: readonly SuiteEntry[] = [
   { name: 'soak', load: async () => (await import('./soak.js')).runSoakBench },
   { name: 'fleet', load: async () => (await import('./fleet.js')).runFleetBench },
   { name: 'cluster', load: async () => (await import('./cluster.js')).runClusterBench },
+  { name: 'start', load: async () => (await import('./start.js')).runStartBench },
 ];
 
 // With `--against [name=]path` (repeatable), these suites measure this build and the others in

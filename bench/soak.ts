@@ -173,7 +173,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   // memory that no heap accounts for (docs/memory.md, "Native memory").
   const arenas = o.mallocArenaMax > 0 ? { MALLOC_ARENA_MAX: String(o.mallocArenaMax) } : {};
   // The unit's cap on the main thread's young generation, too (docs/memory.md).
-  const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, NODE_OPTIONS: MAIN_THREAD_NODE_OPTIONS, ...process.env, ...o.serverEnv }, o.deviceAuth);
+  const server = await startSoakServer(dir, o.shape, serverCommand, { ...arenas, NODE_OPTIONS: MAIN_THREAD_NODE_OPTIONS, ...process.env, ...(o.cpuProfileDir ? { UPDATER_UNBUNDLED: '1' } : {}), ...o.serverEnv }, o.deviceAuth);
   let publisher: NodeJS.Timeout | undefined;
   let sampler: NodeJS.Timeout | undefined;
   let liveEndTimer: NodeJS.Timeout | undefined;
@@ -314,7 +314,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   }
 }
 
-/** `--cpu-prof` for a child (one .cpuprofile per thread, named by role), or nothing. */
+/** `--cpu-prof` for a child (one .cpuprofile per thread, named by role), or nothing. The server then runs its actors unbundled, so the profile names their source files. */
 function profileArgs(dir: string | undefined, role: string): string[] {
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, role)}`] : [];
 }

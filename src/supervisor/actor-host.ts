@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { CONTROL_DEADLINES_MS, type ActorName, type ActorPreloadData, type ActorToSupervisor, type ActorWorkerData, type ControlApi, type SupervisorToActor } from '../messages/lifecycle.js';
 import { UpdaterError, deserializeError } from '../shared/errors.js';
@@ -44,8 +45,15 @@ function heapLimitsOf(name: ActorName): { maxYoungGenerationSizeMb: number; maxO
   return HOT_ACTORS.has(name) ? { ...ACTOR_HEAP_LIMITS, maxYoungGenerationSizeMb: HOT_YOUNG_GENERATION_MB } : ACTOR_HEAP_LIMITS;
 }
 
+/**
+ * The module an actor's worker runs: the actor bundled into one file by `npm run build`
+ * (tools/build.js), whose worker starts on about a third less CPU than one that loads its
+ * several hundred modules one by one; the actor's own index.js with UPDATER_UNBUNDLED=1 (for
+ * CPU profiles and stack traces that name the source files) or when no bundle was built.
+ */
 export function actorFile(name: ActorName): URL {
-  return new URL(`../actors/${name}/index.js`, import.meta.url);
+  const bundle = new URL(`../actors/${name}/index.bundle.mjs`, import.meta.url);
+  return process.env.UPDATER_UNBUNDLED !== '1' && existsSync(bundle) ? bundle : new URL(`../actors/${name}/index.js`, import.meta.url);
 }
 
 interface Preloaded {
@@ -65,6 +73,8 @@ export class ActorHost {
   /** Set by the supervisor before it ends a worker on purpose. */
   stopping = false;
   private preloaded: Preloaded | undefined;
+  /** The module the latest worker runs (actorFile): its bundle, or its index.js. */
+  file: URL | undefined;
 
   /** `execArgv`: the thread's Node options, when not the process's own (ServerOptions.actorExecArgv). */
   constructor(readonly name: ActorName, private readonly onExit: (host: ActorHost, code: number) => void, private readonly execArgv?: readonly string[]) {}
@@ -76,7 +86,8 @@ export class ActorHost {
   preload(): void {
     if (this.preloaded) return;
     const data: ActorPreloadData = { actor: this.name };
-    const worker = new Worker(actorFile(this.name), { workerData: data, resourceLimits: heapLimitsOf(this.name), ...(this.execArgv ? { execArgv: [...this.execArgv] } : {}) });
+    this.file = actorFile(this.name);
+    const worker = new Worker(this.file, { workerData: data, resourceLimits: heapLimitsOf(this.name), ...(this.execArgv ? { execArgv: [...this.execArgv] } : {}) });
     const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
     // A module that fails to load ends the worker before its start: start() reports this error.
     const preloaded: Preloaded = { worker, exited, onError: (err) => (preloaded.loadError ??= err) };

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { DiffOutcome, DiffTask } from '../../messages/diff.js';
+import { packageRoot } from '../../shared/package-root.js';
 
 // The diff pool as its one caller, the store-keeper, sees it: Piscina threads in the
 // store-keeper's worker, each loading task.ts. This is the pool's only module another actor
@@ -24,9 +24,10 @@ export interface DiffPool {
   destroy(): Promise<void>;
 }
 
+/** task.js beside this module in dist/src (task.ts in src/ when run from the sources), bundled into the store-keeper or not. */
 function taskFile(): string {
-  const here = fileURLToPath(import.meta.url);
-  return join(here, '..', `task${here.endsWith('.ts') ? '.ts' : '.js'}`);
+  const fromSources = import.meta.url.endsWith('.ts');
+  return join(packageRoot(import.meta.url), ...(fromSources ? ['src'] : ['dist', 'src']), 'actors', 'diff-pool', `task${fromSources ? '.ts' : '.js'}`);
 }
 
 /** Starts the pool: at most `concurrency` (store.delta_concurrency) generations at once. */

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
-import { extname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { extname, join } from 'node:path';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { UpdaterError } from '../../../shared/errors.js';
+import { packageRoot } from '../../../shared/package-root.js';
 import type { Logger } from '../../../shared/logger.js';
 import { checkedEncodings, compressConsoleFile } from './console-encodings.js';
 import type { HttpMetrics } from '../server/metrics.js';
@@ -54,7 +54,7 @@ export interface ConsoleAsset {
 export type ConsoleAssets = ReadonlyMap<string, ConsoleAsset>;
 
 /** Where `npm run build` puts the console: dist/console, beside dist/src. */
-export const CONSOLE_DIR = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..', '..', 'console');
+export const CONSOLE_DIR = join(packageRoot(import.meta.url), 'dist', 'console');
 
 export async function loadConsoleAssets(dir = CONSOLE_DIR): Promise<ConsoleAssets> {
   const assets = new Map<string, ConsoleAsset>();

@@ -1,0 +1,67 @@
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import type { ActorName } from '../../src/messages/lifecycle.js';
+import { actorFile } from '../../src/supervisor/actor-host.js';
+import { firmware, makeFixture } from '../helpers/fixture.js';
+import { heartbeatUntilSigned } from '../helpers/http.js';
+import { REPO_ROOT, startTestServer } from '../helpers/server.js';
+
+// Each actor's worker runs the bundle `npm run build` makes of it (tools/build.js,
+// docs/architecture.md "Actor bundles"), which every other server test then exercises: the
+// console's files and the diff pool's task file are found from the bundles' depth. Here: the
+// bundles are there and current, the supervisor starts them, and UPDATER_UNBUNDLED=1 starts the
+// separate modules instead, which no other test does.
+
+/** Every actor, checked by the compiler: a new actor fails to compile here until it is listed. */
+const EVERY_ACTOR: Record<ActorName, true> = { 'store-keeper': true, fleet: true, manifester: true, sweeper: true, http: true, coap: true };
+const ACTORS = Object.keys(EVERY_ACTOR) as ActorName[];
+const DIST_SRC = join(REPO_ROOT, 'dist', 'src');
+
+t.test('every actor has a bundle newer than every compiled module, and actorFile names it', async (t) => {
+  const newest = Math.max(...readdirSync(DIST_SRC, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => statSync(join(DIST_SRC, f)).mtimeMs));
+  for (const actor of ACTORS) {
+    const file = fileURLToPath(actorFile(actor));
+    t.equal(file, join(DIST_SRC, 'actors', actor, 'index.bundle.mjs'), `${actor} runs its bundle`);
+    t.ok(statSync(file).mtimeMs >= newest, `${actor}'s bundle is not older than dist/src (npm run build remade it)`);
+  }
+});
+
+t.test('UPDATER_UNBUNDLED=1 names each actor\'s own index.js', async (t) => {
+  const before = process.env.UPDATER_UNBUNDLED;
+  process.env.UPDATER_UNBUNDLED = '1';
+  t.teardown(() => (before === undefined ? delete process.env.UPDATER_UNBUNDLED : (process.env.UPDATER_UNBUNDLED = before)));
+  for (const actor of ACTORS) t.equal(fileURLToPath(actorFile(actor)), join(DIST_SRC, 'actors', actor, 'index.js'), actor);
+});
+
+// One server each way, serving a signed delta: the heartbeat crosses the front-end, the
+// manifester, the store-keeper and its diff pool's task file.
+for (const unbundled of [false, true]) {
+  t.test(`a server whose actors run ${unbundled ? 'unbundled' : 'bundled'} serves a signed delta`, async (t) => {
+    const before = process.env.UPDATER_UNBUNDLED;
+    if (unbundled) process.env.UPDATER_UNBUNDLED = '1';
+    else delete process.env.UPDATER_UNBUNDLED;
+    t.teardown(() => (before === undefined ? delete process.env.UPDATER_UNBUNDLED : (process.env.UPDATER_UNBUNDLED = before)));
+    const fixture = await makeFixture();
+    t.teardown(() => fixture.cleanup());
+    const v1 = await fixture.writeBinary('v1.bin', firmware(40_000, 'bundles'));
+    const v2 = await fixture.writeBinary('v2.bin', Buffer.concat([firmware(40_000, 'bundles'), Buffer.from('v2')]));
+    // v1 is served too (as another track), so the store holds the source of the delta.
+    const server = await startTestServer(fixture, [
+      { name: 'app', version: '2', binary: v2.path },
+      { name: 'old', version: '1', binary: v1.path },
+    ], { default_artifact: 'app' });
+    t.teardown(() => server.stop());
+    for (const actor of ['http', 'manifester', 'store-keeper', 'sweeper', 'fleet'] as const) {
+      const file = fileURLToPath(server.supervisor.actor(actor)!.file!);
+      t.equal(file.split('/').pop(), unbundled ? 'index.js' : 'index.bundle.mjs', `${actor}'s worker runs ${unbundled ? 'its index.js' : 'its bundle'}`);
+      t.equal(dirname(file), join(DIST_SRC, 'actors', actor));
+    }
+    const manifest = await heartbeatUntilSigned(server.url, v1.hash);
+    t.equal(manifest.target_hash, v2.hash, 'the answer names the new version');
+    t.ok(manifest.delta_size > 0 && manifest.delta_endpoint, 'with a delta made by the diff pool');
+  });
+}
