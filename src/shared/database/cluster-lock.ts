@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { withQuietClientErrors } from './pool-errors.js';
 
 // Cluster-wide mutual exclusion with PostgreSQL session advisory locks (docs/scaling.md). A
 // lock is held on one pooled connection for as long as the work runs; if the replica dies,
@@ -24,8 +25,7 @@ export class ClusterLocks {
   private readonly pool: pg.Pool;
 
   constructor(url: string, maxConnections: number) {
-    this.pool = new pg.Pool({ connectionString: url, max: maxConnections, connectionTimeoutMillis: 3_000, keepAlive: true });
-    this.pool.on('error', () => undefined); // an idle client's error; the next use reports it
+    this.pool = withQuietClientErrors(new pg.Pool({ connectionString: url, max: maxConnections, connectionTimeoutMillis: 3_000, keepAlive: true }));
   }
 
   /**

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { UpdaterError } from '../errors.js';
 import { engineOf, redactDatabaseUrl } from './location.js';
 import { migrateToLatest } from './migrations.js';
+import { withQuietClientErrors } from './pool-errors.js';
 import type { Database, Engine } from './schema.js';
 
 // One query layer over two engines: embedded SQLite (a file, the default) or PostgreSQL
@@ -56,8 +57,7 @@ export async function openDatabase(location: string, options: { poolSize?: numbe
       // pg returns int8 (bigint) as text, since JavaScript numbers stop at 2^53; seconds and
       // byte counts stay far below that, so they are read as numbers on both engines alike.
       pg.types.setTypeParser(20, (text: string) => Number(text));
-      const pool = new pg.Pool({ connectionString: location, max: options.poolSize ?? 4, connectionTimeoutMillis: 5_000 });
-      pool.on('error', () => undefined); // an idle client's error; the next query reports it
+      const pool = withQuietClientErrors(new pg.Pool({ connectionString: location, max: options.poolSize ?? 4, connectionTimeoutMillis: 5_000 }));
       db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
       driver = { engine, pool };
     } else {
