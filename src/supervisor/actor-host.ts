@@ -47,7 +47,7 @@ function heapLimitsOf(name: ActorName): { maxYoungGenerationSizeMb: number; maxO
 
 /**
  * The module an actor's worker runs: the actor bundled into one file by `npm run build`
- * (tools/build.js), whose worker starts on about a third less CPU than one that loads its
+ * (tools/build.js), whose worker starts on about half the CPU of one that loads its
  * several hundred modules one by one; the actor's own index.js with UPDATER_UNBUNDLED=1 (for
  * CPU profiles and stack traces that name the source files) or when no bundle was built.
  */
