@@ -75,13 +75,19 @@ if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== inputs) {
 // own by path; the others stay imports, loaded as they would be without the bundle: native
 // addons (uWebSockets.js, better-sqlite3, zstd, the delta engine), and packages that find files
 // beside themselves (piscina's worker, pino-pretty). Bundled CommonJS code requires Node's
-// modules through the banner's require. keepNames: class and function names stay what the
-// sources say (errors are told apart by them).
+// modules through the banner's require. Without keepNames: it wraps every function expression in
+// a call that defines its `name` property, which runs each time a closure is made and turns the
+// function into a slow dictionary-mode object. The heartbeat route makes several closures a
+// request, and a perf profile of its thread put 8.7 % of its time there (bench/results/
+// 2026-11-28-bundle-names.md). The cost of going without: a library class whose name another
+// module of the bundle also uses is renamed with a digit (pg's DatabaseError is DatabaseError2
+// in a logged error's `type`); our own classes keep their names, and errors are told apart by
+// their codes (src/shared/errors.ts), never by class names.
 const BUNDLED_PACKAGES = new Set(['kysely', 'zod', 'prom-client', 'pino', 'comlink', 'pg', '@noble/ed25519', 'yaml', 'hdr-histogram-js', 'cbor-x', 'coap', 'coap-packet']);
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const external = Object.keys(packageJson.dependencies).filter((name) => !BUNDLED_PACKAGES.has(name)).flatMap((name) => [name, `${name}/*`]);
 const actorsDir = join(dist, 'src', 'actors');
-const newestSource = Math.max(mtime(join(root, 'package-lock.json')), ...filesUnder('dist/src').filter((f) => f.endsWith('.js')).map(mtime));
+const newestSource = Math.max(mtime(join(root, 'package-lock.json')), mtime(fileURLToPath(import.meta.url)), ...filesUnder('dist/src').filter((f) => f.endsWith('.js')).map(mtime));
 for (const actor of existsSync(actorsDir) ? readdirSync(actorsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name) : []) {
   const entry = join(actorsDir, actor, 'index.js');
   const bundle = join(actorsDir, actor, 'index.bundle.mjs');
@@ -90,6 +96,6 @@ for (const actor of existsSync(actorsDir) ? readdirSync(actorsDir, { withFileTyp
     continue;
   }
   if (mtime(bundle) > newestSource) continue;
-  await build({ entryPoints: [entry], outfile: bundle, bundle: true, platform: 'node', format: 'esm', target: 'node20', external: [...external, 'pg-native', 'cbor-extract'], keepNames: true, logLevel: 'warning',
+  await build({ entryPoints: [entry], outfile: bundle, bundle: true, platform: 'node', format: 'esm', target: 'node20', external: [...external, 'pg-native', 'cbor-extract'], logLevel: 'warning',
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" } });
 }

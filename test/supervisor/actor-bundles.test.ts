@@ -1,4 +1,4 @@
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -27,6 +27,24 @@ t.test('every actor has a bundle newer than every compiled module, and actorFile
     const file = fileURLToPath(actorFile(actor));
     t.equal(file, join(DIST_SRC, 'actors', actor, 'index.bundle.mjs'), `${actor} runs its bundle`);
     t.ok(statSync(file).mtimeMs >= newest, `${actor}'s bundle is not older than dist/src (npm run build remade it)`);
+  }
+});
+
+// esbuild's keepNames wraps every function expression in a call that defines its `name`, run
+// each time a closure is made: on the heartbeat route it cost 8.7 % of the HTTP thread
+// (bench/results/2026-11-28-bundle-names.md). Without it, esbuild renames a class only where
+// another of the same name is in the bundle; none of ours may be, since logs name them.
+t.test('the bundles define no function names at run time, and our own classes keep theirs', async (t) => {
+  const compiled = readdirSync(DIST_SRC, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+  const ours = new Set(compiled.flatMap((f) => [...readFileSync(join(DIST_SRC, f), 'utf8').matchAll(/\bclass (\w+)/g)].map((m) => m[1]!)));
+  t.ok(ours.has('UpdaterError') && ours.has('TokenChecker'), `our classes are found (${ours.size})`);
+  for (const actor of ACTORS) {
+    const bundle = readFileSync(fileURLToPath(actorFile(actor)), 'utf8');
+    t.notMatch(bundle, /\b__name\(/, `${actor}'s bundle does not name functions as it runs`);
+    const renamed = [...bundle.matchAll(/\bclass (\w+?)(\d+)\b|\b(\w+?)(\d+) = class\b/g)]
+      .map((m) => m[1] ?? m[3]!)
+      .filter((name) => ours.has(name));
+    t.same(renamed, [], `${actor}'s bundle renames none of our classes`);
   }
 });
 
