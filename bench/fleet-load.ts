@@ -33,25 +33,31 @@ export function fleetHeartbeat(id: string, shape: HeartbeatShape): Record<string
   };
 }
 
+/** A second shape for every `every`-th device (a tenth of the fleet on a rollout's target, say). */
+export interface CyclingVariant {
+  readonly every: number;
+  readonly shape: HeartbeatShape;
+}
+
+export interface CyclingOptions {
+  /** One device token a line, the fleet's first device first: each request carries its device's. */
+  readonly tokensFile?: string;
+  /** The device (0-based within the fleet) the script starts from. */
+  readonly first?: number;
+  /** The fleet's ids are `idOffset` … `idOffset + devices - 1`: a fleet of its own beside another's. */
+  readonly idOffset?: number;
+  readonly variant?: CyclingVariant;
+}
+
 /**
  * A wrk script whose every request POSTs a heartbeat from the next of `devices` ids, from
  * device `first` on (a run that goes on where the last one stopped reaches every device, where
  * runs that each started at device 0 would send the low ids again and again). With a
- * `tokensFile` (one device token a line, device 0 first) each request also carries its
- * device's `Authorization: Bearer` header, as a fleet does with `devices.auth: on`.
+ * `tokensFile` each request also carries its device's `Authorization: Bearer` header, as a
+ * fleet does with `devices.auth: on`.
  */
-/**
- * A second shape for every `every`-th device (a tenth of the fleet on a rollout's target, say),
- * and ids counted from `idOffset` (a fleet of its own beside another side's).
- */
-export interface CyclingVariant {
-  readonly every: number;
-  readonly shape: HeartbeatShape;
-  readonly idOffset: number;
-}
-
-export async function writeCyclingScript(dir: string, name: string, shape: HeartbeatShape, devices: number, tokensFile?: string, first = 0, variant?: CyclingVariant): Promise<string> {
-  const offset = variant?.idOffset ?? 0;
+export async function writeCyclingScript(dir: string, name: string, shape: HeartbeatShape, devices: number, options: CyclingOptions = {}): Promise<string> {
+  const { tokensFile, first = 0, idOffset: offset = 0, variant } = options;
   if (devices + offset > 10 ** ID_DIGITS) throw new RangeError(`at most ${10 ** ID_DIGITS} device ids`);
   const path = join(dir, `${name}.lua`);
   const [prefix, suffix] = JSON.stringify(fleetHeartbeat('@@', shape)).split('"@@"');

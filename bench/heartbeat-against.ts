@@ -91,7 +91,9 @@ export async function runHeartbeatAgainst(builds: readonly Build[]): Promise<Sui
 
     const sides: Side[] = [];
     for (const kind of KINDS) {
-      const script = await writeCyclingScript(scripts, kind.name, { versionHash: hashes[kind.name] }, DEVICES);
+      // Each kind's devices are a fleet of their own, as in heartbeat.ts (FLEET_OF): a device
+      // must not move between versions from one run to the next.
+      const script = await writeCyclingScript(scripts, kind.name, { versionHash: hashes[kind.name] }, DEVICES, { idOffset: kind.name === 'delta' ? DEVICES : 0 });
       sides.push({ label: `bare ${kind.name}`, url: `http://127.0.0.1:${started.port}/heartbeat/${kind.name}`, script, cpuSeconds: thisProcessCpuSeconds, runs: [] });
       for (const build of builds) {
         const server = servers.get(build.name)!;

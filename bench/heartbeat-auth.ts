@@ -8,17 +8,17 @@ import { deviceId } from './fleet-load.js';
 // Enrollment follows the device-identity protocol with the load harness's identities
 // (src/load/simulated-identity.ts): each device owns an Ed25519 key, the operator preauthorizes
 // the keys in bulk, then each device signs its auth request and `POST /auth` answers its token.
-// The tokens go to a file, one a line, device 0 first, which the wrk script reads
-// (fleet-load.ts writeCyclingScript).
+// The tokens go to a file, one a line, the fleet's first device first, which the wrk script
+// reads (fleet-load.ts writeCyclingScript).
 
 const IN_FLIGHT = 32;
 
 /** The config a server under the authenticated load gets (merged into its document). */
 export const AUTH_CONFIG = { devices: { auth: 'on', enrollment: 'preauthorized' } } as const;
 
-/** Enrolls devices 0 … count-1 on the server at `url` and writes their tokens to `file`. */
-export async function enrollFleet(url: string, count: number, file: string): Promise<void> {
-  const devices = Array.from({ length: count }, (_, n) => ({ id: deviceId(n), identity: newIdentity() }));
+/** Enrolls devices `idOffset` … `idOffset + count - 1` on the server at `url` and writes their tokens to `file`. */
+export async function enrollFleet(url: string, count: number, file: string, idOffset = 0): Promise<void> {
+  const devices = Array.from({ length: count }, (_, n) => ({ id: deviceId(idOffset + n), identity: newIdentity() }));
   await preauthorize(url, ADMIN_TOKEN, devices);
   const tokens = new Array<string>(count);
   let next = 0;

@@ -17,8 +17,8 @@ export interface TargetedShapes {
   readonly variant: CyclingVariant;
 }
 
-/** Publishes the track with its rollout and the group; the devices run ids after the plain fleet's. */
-export async function prepareTargeted(url: string, stable: { path: string; hash: string }, target: { path: string; hash: string }, devices: number): Promise<TargetedShapes> {
+/** Publishes the track with its rollout and the group (the kind's devices are a fleet of their own, heartbeat.ts). */
+export async function prepareTargeted(url: string, stable: { path: string; hash: string }, target: { path: string; hash: string }): Promise<TargetedShapes> {
   const ok = async (what: string, answer: Promise<{ status: number; json: unknown }>) => {
     const { status, json } = await answer;
     if (status !== 200) throw new Error(`${what}: ${status} ${JSON.stringify(json)}`);
@@ -34,7 +34,7 @@ export async function prepareTargeted(url: string, stable: { path: string; hash:
   }));
   return {
     shape: { versionHash: stable.hash, artifact: TARGETED_TRACK },
-    variant: { every: TAGGED_EVERY, shape: { versionHash: target.hash, version: '3.0.0', artifact: TARGETED_TRACK }, idOffset: devices },
+    variant: { every: TAGGED_EVERY, shape: { versionHash: target.hash, version: '3.0.0', artifact: TARGETED_TRACK } },
   };
 }
 

@@ -29,7 +29,8 @@ import { runWrk } from './wrk.js';
 //                                       ──▶ bare uWS handler / bare node-coap         "bare"
 //
 // Every request is a heartbeat from the next of DEVICES distinct device ids (fleet-load.ts),
-// so no cache keyed by device flatters the server, and the inventory writes a row per device.
+// so no cache keyed by device flatters the server, and the inventory writes a row per device;
+// each kind of answer has a fleet of its own (FLEET_OF), whose devices stay on their version.
 // Every round measures each side once, back to back, the order reversed every other round;
 // each ratio (throughput, and CPU per heartbeat of the whole process, from /proc) is taken per
 // round. Servers and baselines are processes of their own on the server cores, the load
@@ -109,6 +110,16 @@ interface Side {
   readonly runs: Run[];
 }
 
+/**
+ * Each kind's devices are a fleet of their own: ids from DEVICES × this on. Sharing one fleet,
+ * a device would alternate between the kinds' versions from run to run, and the inventory
+ * would write a version move for nearly every heartbeat (its row read back, rewritten, and the
+ * fleet's version counts changed), where a device that stays on its version has its row touched.
+ * A signed delta's steady state is a device heartbeating on the old version until it updates.
+ */
+const FLEET_OF: Record<Kind, number> = { current: 0, targeted: 1, delta: 2 };
+const idOffsetOf = (kind: Kind) => FLEET_OF[kind] * DEVICES;
+
 /** The runs of the pass over the whole fleet before the rounds. */
 const FLEET_PASS_RUN_SECONDS = 4;
 
@@ -158,30 +169,34 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     warnings.set(server.name, collectWarnings(server.child));
     console.log(`  ${server.name}: pid ${server.child.pid}, ${server.url}, CoAP ${server.coapPort}${server.database ? `, ${server.database.location.replace(/\/\/[^@]*@/, '//')}` : ', database in the store (the default)'}`);
   }
-  const tokensFile = AUTH ? join(fixture.dir, 'tokens.txt') : undefined;
-  if (tokensFile) {
+  // Each kind's fleet has a tokens file of its own, its first device's token first.
+  const tokensFiles: Partial<Record<Kind, string>> = {};
+  if (AUTH) {
     // The devices' tokens are the one server's with auth on (its own MAC key signs them).
     const authServers = servers.filter((s) => s.auth);
     if (authServers.length > 1) throw new RangeError('BENCH_HEARTBEAT_AUTH=on measures one engine at a time: set BENCH_HEARTBEAT_ENGINES');
-    const started = performance.now();
-    await enrollFleet(authServers[0]!.url, DEVICES, tokensFile);
-    console.log(`  enrolled ${formatNumber(DEVICES, 0)} devices in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    for (const kind of KINDS) {
+      const file = join(fixture.dir, `tokens-${kind}.txt`);
+      const started = performance.now();
+      await enrollFleet(authServers[0]!.url, DEVICES, file, idOffsetOf(kind));
+      tokensFiles[kind] = file;
+      console.log(`  enrolled the ${kind} fleet's ${formatNumber(DEVICES, 0)} devices in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    }
   }
   if (v3) {
     if (AUTH) throw new RangeError('BENCH_HEARTBEAT_KINDS=targeted measures servers with device tokens off');
-    for (const server of servers) ({ shape: shapes.targeted, variant } = await prepareTargeted(server.url, v2, v3, DEVICES));
+    for (const server of servers) ({ shape: shapes.targeted, variant } = await prepareTargeted(server.url, v2, v3));
   }
-  // The signed delta is made on first demand: wait for it before measuring, as the fleet's
-  // first device (the tokens file starts with its token, for the servers with auth on).
-  const firstToken = tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
-  if (KINDS.includes('delta')) for (const server of servers) await untilSigned(server, shapes.delta, server.auth ? firstToken : undefined);
+  // The signed delta is made on first demand: wait for it before measuring, as the delta
+  // fleet's first device (its tokens file starts with that device's token, for the servers with auth on).
+  if (KINDS.includes('delta')) for (const server of servers) await untilSigned(server, shapes.delta, server.auth ? tokensFiles.delta : undefined);
 
   // The exact bytes the servers answer, so the baselines answer the same.
   const answers: BareWorkerData['answers'] = {};
   for (const kind of KINDS.filter((k) => k !== 'targeted')) {
     const sizes: string[] = [];
     for (const server of servers) {
-      const answer = await httpAnswer(`${server.url}/heartbeat`, JSON.stringify(fleetHeartbeat(deviceId(0), shapes[kind])), server.auth ? tokensFile : undefined);
+      const answer = await httpAnswer(`${server.url}/heartbeat`, JSON.stringify(fleetHeartbeat(deviceId(idOffsetOf(kind)), shapes[kind])), server.auth ? tokensFiles[kind] : undefined);
       const manifest = JSON.parse(answer.body) as { update_available: boolean; signature?: string };
       if (kind === 'current' && manifest.update_available) throw new Error(`${server.name}: the up-to-date device was offered an update`);
       if (kind === 'delta' && !manifest.signature) throw new Error(`${server.name}: the device one version behind did not get a signed delta`);
@@ -203,7 +218,8 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     const http = (url: string, name: string, tokens: string | undefined) => {
       let first = 0;
       return async (seconds: number) => {
-        const script = await writeCyclingScript(fixture.dir, `cycling-${kind}-${name}`, shapes[kind], DEVICES, tokens, first, kind === 'targeted' ? variant : undefined);
+        const script = await writeCyclingScript(fixture.dir, `cycling-${kind}-${name}`, shapes[kind], DEVICES,
+          { tokensFile: tokens, first, idOffset: idOffsetOf(kind), ...(kind === 'targeted' ? { variant } : {}) });
         const r = await runWrk({ url, script, threads: THREADS, connections: CONNECTIONS, seconds });
         // A refused or failed request is answered fast; counting it would flatter the server.
         if (r.errors > 0) throw new Error(`${url}: ${r.errors} failed requests of ${r.requests}; the figure would be meaningless`);
@@ -215,7 +231,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
       // The targeted kind is measured against the plain track of the same server, not a bare handler.
       if (kind !== 'targeted') sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, 'bare', undefined), runs: [] });
       for (const server of servers) {
-        sides.push({ label: `${server.name} http ${kind}`, transport: 'http', kind, name: server.name, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`, server.name, server.auth ? tokensFile : undefined), runs: [] });
+        sides.push({ label: `${server.name} http ${kind}`, transport: 'http', kind, name: server.name, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`, server.name, server.auth ? tokensFiles[kind] : undefined), runs: [] });
       }
     }
   }
@@ -292,10 +308,12 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     const lagP99 = histogramQuantile(metrics, 'updater_fleet_flush_lag_seconds', 0.99);
     const summary = await adminCall(server.url, 'GET', '/admin/fleet?artifact=app');
     const recorded = summary.status === 200 ? Number(summary.json.devices) : Number.NaN;
+    // The track `app` holds the fleets of the current and delta kinds (targeted has a track of its own).
+    const fleetOfApp = DEVICES * KINDS.filter((k) => k !== 'targeted').length;
     Object.assign(record, { [`${server.name}_dropped_updates`]: dropped, [`${server.name}_feed_lost`]: feedLost, [`${server.name}_flush_lag_p99_s`]: lagP99, [`${server.name}_devices_recorded`]: recorded });
     ratios.push(
       { name: `${server.name} flush lag p99 / ${GOAL_LAG_P99_S} s`, value: lagP99 / GOAL_LAG_P99_S, goal: { max: 1 }, note: `p99 <= ${lagP99} s` },
-      { name: `${server.name} inventory updates dropped or lost`, value: dropped + feedLost, goal: { max: 0 }, note: `${dropped} dropped by the buffer, ${feedLost} lost by the front-ends; ${recorded} of ${DEVICES} devices recorded` },
+      { name: `${server.name} inventory updates dropped or lost`, value: dropped + feedLost, goal: { max: 0 }, note: `${dropped} dropped by the buffer, ${feedLost} lost by the front-ends; ${recorded} of ${fleetOfApp} devices recorded` },
     );
   }
   ratios.push(...ratioRows(sides, servers));
@@ -416,10 +434,10 @@ export function heartbeatBody(versionHash: string): string {
   });
 }
 
-/** The exact bytes the server answers, so the bare handler can answer the same. */
-/** Heartbeats as the fleet's first device until the answer is signed (the delta is made). */
-async function untilSigned(server: Server, shape: HeartbeatShape, token: string | undefined): Promise<void> {
-  const body = JSON.stringify(fleetHeartbeat(deviceId(0), shape));
+/** Heartbeats as the delta fleet's first device until the answer is signed (the delta is made). */
+async function untilSigned(server: Server, shape: HeartbeatShape, tokensFile: string | undefined): Promise<void> {
+  const token = tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
+  const body = JSON.stringify(fleetHeartbeat(deviceId(idOffsetOf('delta')), shape));
   const deadline = Date.now() + 60_000;
   for (;;) {
     const answer = await rawAnswer(`${server.url}/heartbeat`, body, token ? { authorization: `Bearer ${token}` } : {});

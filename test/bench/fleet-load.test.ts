@@ -47,10 +47,24 @@ t.test('with a tokens file every heartbeat carries its own device\'s token', asy
   const { url, seen } = await recorder(t);
   const tokens = join(dir, 'tokens.txt');
   await writeFile(tokens, 'tok-a\ntok-b\ntok-c\n');
-  const script = await writeCyclingScript(dir, 'cycle', { versionHash: hash }, 3, tokens);
+  const script = await writeCyclingScript(dir, 'cycle', { versionHash: hash }, 3, { tokensFile: tokens });
   await runWrk({ url, script, threads: 1, connections: 1, seconds: 1 });
   t.ok(seen.length > 3);
   for (const s of seen) t.equal(s.auth, `Bearer tok-${'abc'[Number(s.id.slice(-1))]}`, `${s.id} with its token`);
+});
+
+t.test('a fleet with an id offset sends its own ids, each with its line of the tokens file', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'fleet-load-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const { url, seen } = await recorder(t);
+  const tokens = join(dir, 'tokens.txt');
+  await writeFile(tokens, 'tok-a\ntok-b\ntok-c\n');
+  const script = await writeCyclingScript(dir, 'cycle', { versionHash: hash }, 3, { tokensFile: tokens, idOffset: 200 });
+  await runWrk({ url, script, threads: 1, connections: 1, seconds: 1 });
+  t.ok(seen.length > 3);
+  t.same([...new Set(seen.map((s) => s.id))].sort(), [deviceId(200), deviceId(201), deviceId(202)], 'only the fleet\'s own three ids');
+  for (const s of seen) t.equal(s.auth, `Bearer tok-${'abc'[Number(s.id.slice(-1))]}`, `${s.id} with its token`);
+  await t.rejects(writeCyclingScript(dir, 'too-many', { versionHash: hash }, 10, { idOffset: 999_995 }), RangeError, 'ids past the six digits are refused');
 });
 
 t.test('the CoAP template\'s device id is rewritten in place for each request', async (t) => {
