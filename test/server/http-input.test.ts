@@ -67,6 +67,58 @@ t.test('bad device input gets a clear error and the server keeps answering', asy
   t.equal(ok.status, 200, 'still answering after all of that');
 });
 
+// The heartbeat's body is decoded straight from the HTTP engine's memory when it comes in one
+// chunk, and from the chunks joined otherwise (server/body.ts): both decode UTF-8 alike.
+t.test('a heartbeat body in chunks split inside a character reads as one in a piece; a BOM is refused either way', async (t) => {
+  const fixture = await makeFixture();
+  t.teardown(() => fixture.cleanup());
+  const v2 = await fixture.writeBinary('v2.bin', firmware(20_000, 'chunks'));
+  const server = await startTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
+  t.teardown(() => server.stop());
+  const body = (id: string) => JSON.stringify({ device_id: id, version_hash: v2.hash, hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 1 }, timestamp: 1_700_000_000, version: '2' });
+  const inChunks = (bytes: Buffer, cuts: number[]) => fetch(`${server.url}/heartbeat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: new ReadableStream({
+      async start(c) {
+        let from = 0;
+        for (const cut of [...cuts, bytes.length]) {
+          c.enqueue(new Uint8Array(bytes.subarray(from, cut)));
+          from = cut;
+          // Apart in time, so that each piece reaches the server as a chunk of its own.
+          await new Promise((resolve) => setTimeout(resolve, 30));
+        }
+        c.close();
+      },
+    }),
+    duplex: 'half',
+  } as RequestInit);
+
+  const split = 'chunked-d\u00e9vice-\u00fc';
+  const bytes = Buffer.from(body(split));
+  const inside = bytes.indexOf(Buffer.from('\u00e9')) + 1; // between the two bytes of é
+  const answer = await inChunks(bytes, [inside, inside + 5]);
+  t.equal(answer.status, 200, 'answered');
+  const whole = await postJson(`${server.url}/heartbeat`, JSON.parse(body('whole-d\u00e9vice-\u00fc')));
+  t.equal(whole.status, 200);
+  // The inventory holds both ids as sent: neither decode lost or replaced a byte.
+  for (const id of [split, 'whole-d\u00e9vice-\u00fc']) {
+    const device = await eventually(`the inventory holds ${id}`, () => adminCall(server.url, 'GET', `/admin/devices/${encodeURIComponent(id)}`), (d) => d.status === 200);
+    t.equal(device.json.device_id, id, `${id} is stored as sent`);
+  }
+
+  const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(body('bom'))]);
+  for (const [how, sent] of [['in one piece', postRaw(server.url, bom)], ['in chunks', inChunks(bom, [2, 10])]] as const) {
+    const refused = await sent;
+    t.equal(refused.status, 400, `a body that starts with a BOM is refused, ${how}`);
+    t.equal(((await refused.json()) as { error: { code: string } }).error.code, 'MALFORMED_BODY');
+  }
+});
+
+function postRaw(url: string, bytes: Buffer): Promise<Response> {
+  return fetch(`${url}/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bytes });
+}
+
 t.test('every heartbeat and report field the protocol requires is required, over HTTP and CoAP alike', async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());

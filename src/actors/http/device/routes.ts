@@ -7,7 +7,7 @@ import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../
 import { UpdaterError } from '../../../shared/errors.js';
 import { patchFormatSegment, type DeltaFormat } from '../../../shared/delta-formats.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
-import { onBody, parseJson, readBody } from '../server/body.js';
+import { onBodyText, parseJson, readBody } from '../server/body.js';
 import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from '../server/respond.js';
@@ -68,7 +68,7 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   register('post', '/heartbeat', 'heartbeat', (ex, req, certified, finish, fail) => {
     const receivedAtMs = Date.now();
     const authorization = authorizationOf(req);
-    onBody(ex, req, MAX_DEVICE_BODY_BYTES, (body) => {
+    onBodyText(ex, req, MAX_DEVICE_BODY_BYTES, (body) => {
       const pass = gate.admitBearer(authorization, certified);
       // Parsed and validated once: every later stage takes this one typed heartbeat.
       const heartbeat = validateHeartbeat(parseJson(body));

@@ -3,19 +3,19 @@ import { UpdaterError } from '../../../shared/errors.js';
 import type { Exchange } from './respond.js';
 
 /**
- * Collects a request body of at most `limit` bytes and hands it to `then`, or the reason it was
- * refused to `fail` (as does a throw inside `then`). A declared Content-Length over the limit
- * is refused before a byte is read; a body that grows past it (chunked) is refused as soon
- * as it does. Must be called synchronously inside the route handler. Without a promise: the
- * heartbeat route answers from inside `then`, in the same turn as its body arrives.
+ * Collects a request body of at most `limit` bytes and hands its last chunk (uWS's memory,
+ * valid only during the call) and the chunks before it (copies) to `last`, or the reason it
+ * was refused to `fail` (as does a throw inside `last`). A declared Content-Length over the
+ * limit is refused before a byte is read; a body that grows past it (chunked) is refused as
+ * soon as it does. Must be called synchronously inside the route handler.
  */
-export function onBody(ex: Exchange, req: HttpRequest, limit: number, then: (body: Buffer) => void, fail: (err: unknown) => void): void {
+function collectBody(ex: Exchange, req: HttpRequest, limit: number, last: (chunk: ArrayBuffer, earlier: readonly Buffer[]) => void, fail: (err: unknown) => void): void {
   const declared = req.getHeader('content-length');
   if (declared !== '' && (!/^\d+$/.test(declared) || Number(declared) > limit)) {
     fail(new UpdaterError('BODY_TOO_LARGE', `the body must be at most ${limit} bytes`));
     return;
   }
-  const chunks: Buffer[] = [];
+  const earlier: Buffer[] = [];
   let size = 0;
   let refused = false;
   ex.res.onData((chunk, isLast) => {
@@ -26,27 +26,48 @@ export function onBody(ex: Exchange, req: HttpRequest, limit: number, then: (bod
       fail(new UpdaterError('BODY_TOO_LARGE', `the body must be at most ${limit} bytes`));
       return;
     }
-    // uWS reuses the chunk's memory after this callback returns: copy it (once). Through a
-    // view into Node's buffer pool: a copy of the ArrayBuffer wrapped afterwards (slice(0))
-    // costs four times as much, about 0.5 µs of every heartbeat.
-    chunks.push(Buffer.from(new Uint8Array(chunk)));
-    if (!isLast) return;
+    if (!isLast) {
+      // uWS reuses the chunk's memory after this callback returns: copy it (once).
+      earlier.push(copyOf(chunk));
+      return;
+    }
     try {
-      then(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+      last(chunk, earlier);
     } catch (err) {
       fail(err);
     }
   });
 }
 
-/** onBody() as a promise, for the routes where an await costs nothing that matters. */
-export function readBody(ex: Exchange, req: HttpRequest, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => onBody(ex, req, limit, resolve, reject));
+/**
+ * A copy of a uWS chunk, through a view into Node's buffer pool: a copy of the ArrayBuffer
+ * wrapped afterwards (slice(0)) costs four times as much.
+ */
+function copyOf(chunk: ArrayBuffer): Buffer {
+  return Buffer.from(new Uint8Array(chunk));
 }
 
-export function parseJson(body: Buffer): unknown {
+/** UTF-8 as Buffer.toString('utf8') decodes it: malformed bytes become U+FFFD, a BOM is kept (and JSON.parse refuses it). */
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/**
+ * The body, as text, handed to `then` (or the reason it was refused to `fail`), without a
+ * promise: the heartbeat route answers from inside `then`, in the same turn as its body
+ * arrives. A body in one chunk (a heartbeat always is) is decoded straight from uWS's memory:
+ * a copy into a Buffer and its toString cost 0.38 to 0.60 µs, the decode alone 0.14 to 0.15.
+ */
+export function onBodyText(ex: Exchange, req: HttpRequest, limit: number, then: (text: string) => void, fail: (err: unknown) => void): void {
+  collectBody(ex, req, limit, (chunk, earlier) => then(earlier.length === 0 ? utf8.decode(chunk) : Buffer.concat([...earlier, copyOf(chunk)]).toString('utf8')), fail);
+}
+
+/** The body's bytes, for the routes where an await costs nothing that matters. */
+export function readBody(ex: Exchange, req: HttpRequest, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => collectBody(ex, req, limit, (chunk, earlier) => resolve(earlier.length === 0 ? copyOf(chunk) : Buffer.concat([...earlier, copyOf(chunk)])), reject));
+}
+
+export function parseJson(body: Buffer | string): unknown {
   try {
-    return JSON.parse(body.toString('utf8'));
+    return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
   } catch {
     throw new UpdaterError('MALFORMED_BODY', 'the body is not valid JSON');
   }
