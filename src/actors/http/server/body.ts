@@ -57,12 +57,17 @@ const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
  * a copy into a Buffer and its toString cost 0.38 to 0.60 µs, the decode alone 0.14 to 0.15.
  */
 export function onBodyText(ex: Exchange, req: HttpRequest, limit: number, then: (text: string) => void, fail: (err: unknown) => void): void {
-  collectBody(ex, req, limit, (chunk, earlier) => then(earlier.length === 0 ? utf8.decode(chunk) : Buffer.concat([...earlier, copyOf(chunk)]).toString('utf8')), fail);
+  collectBody(ex, req, limit, (chunk, earlier) => then(earlier.length === 0 ? utf8.decode(chunk) : joined(earlier, chunk).toString('utf8')), fail);
 }
 
 /** The body's bytes, for the routes where an await costs nothing that matters. */
 export function readBody(ex: Exchange, req: HttpRequest, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => collectBody(ex, req, limit, (chunk, earlier) => resolve(earlier.length === 0 ? copyOf(chunk) : Buffer.concat([...earlier, copyOf(chunk)])), reject));
+  return new Promise((resolve, reject) => collectBody(ex, req, limit, (chunk, earlier) => resolve(earlier.length === 0 ? copyOf(chunk) : joined(earlier, chunk)), reject));
+}
+
+/** The copied chunks and the last one, in one Buffer of their own (concat copies the last chunk's bytes). */
+function joined(earlier: readonly Buffer[], last: ArrayBuffer): Buffer {
+  return Buffer.concat([...earlier, Buffer.from(last)]);
 }
 
 export function parseJson(body: Buffer | string): unknown {
