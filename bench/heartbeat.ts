@@ -416,9 +416,14 @@ async function startServer(fixture: Fixture, engine: Engine, auth: boolean, arti
   }
 }
 
+/** The token of a fleet's first device: the first line of its tokens file. */
+async function firstToken(tokensFile: string | undefined): Promise<string | undefined> {
+  return tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
+}
+
 /** The exact bytes the server answers (with a device token when the load carries them). */
 async function httpAnswer(url: string, body: string, tokensFile: string | undefined): Promise<{ body: string; contentType: string }> {
-  const token = tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
+  const token = await firstToken(tokensFile);
   return rawAnswer(url, body, token ? { authorization: `Bearer ${token}` } : {});
 }
 
@@ -436,7 +441,7 @@ export function heartbeatBody(versionHash: string): string {
 
 /** Heartbeats as the delta fleet's first device until the answer is signed (the delta is made). */
 async function untilSigned(server: Server, shape: HeartbeatShape, tokensFile: string | undefined): Promise<void> {
-  const token = tokensFile ? (await readFile(tokensFile, 'utf8')).split('\n')[0] : undefined;
+  const token = await firstToken(tokensFile);
   const body = JSON.stringify(fleetHeartbeat(deviceId(idOffsetOf('delta')), shape));
   const deadline = Date.now() + 60_000;
   for (;;) {

@@ -27,9 +27,22 @@ async function recorder(t: { teardown(fn: () => unknown): void }): Promise<{ url
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/heartbeat`, seen };
 }
 
-t.test('the wrk script sends valid heartbeats from the devices in turn, wrapping after the last', async (t) => {
+/** A directory of the test's own, removed at its end. */
+async function scratchDir(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'fleet-load-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A tokens file of three devices' tokens in `dir`: tok-a, tok-b, tok-c, the fleet's first device first. */
+async function threeTokens(dir: string): Promise<string> {
+  const tokens = join(dir, 'tokens.txt');
+  await writeFile(tokens, 'tok-a\ntok-b\ntok-c\n');
+  return tokens;
+}
+
+t.test('the wrk script sends valid heartbeats from the devices in turn, wrapping after the last', async (t) => {
+  const dir = await scratchDir(t);
   const { url, seen } = await recorder(t);
   const script = await writeCyclingScript(dir, 'cycle', { versionHash: hash }, 5);
   const result = await runWrk({ url, script, threads: 1, connections: 1, seconds: 1 });
@@ -42,11 +55,9 @@ t.test('the wrk script sends valid heartbeats from the devices in turn, wrapping
 });
 
 t.test('with a tokens file every heartbeat carries its own device\'s token', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'fleet-load-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const dir = await scratchDir(t);
   const { url, seen } = await recorder(t);
-  const tokens = join(dir, 'tokens.txt');
-  await writeFile(tokens, 'tok-a\ntok-b\ntok-c\n');
+  const tokens = await threeTokens(dir);
   const script = await writeCyclingScript(dir, 'cycle', { versionHash: hash }, 3, { tokensFile: tokens });
   await runWrk({ url, script, threads: 1, connections: 1, seconds: 1 });
   t.ok(seen.length > 3);
@@ -54,11 +65,9 @@ t.test('with a tokens file every heartbeat carries its own device\'s token', asy
 });
 
 t.test('a fleet with an id offset sends its own ids, each with its line of the tokens file', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'fleet-load-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const dir = await scratchDir(t);
   const { url, seen } = await recorder(t);
-  const tokens = join(dir, 'tokens.txt');
-  await writeFile(tokens, 'tok-a\ntok-b\ntok-c\n');
+  const tokens = await threeTokens(dir);
   const script = await writeCyclingScript(dir, 'cycle', { versionHash: hash }, 3, { tokensFile: tokens, idOffset: 200 });
   await runWrk({ url, script, threads: 1, connections: 1, seconds: 1 });
   t.ok(seen.length > 3);
