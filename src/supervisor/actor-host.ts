@@ -51,6 +51,23 @@ function heapLimitsOf(name: ActorName): { maxYoungGenerationSizeMb: number; maxO
  * several hundred modules one by one; the actor's own index.js with UPDATER_UNBUNDLED=1 (for
  * CPU profiles and stack traces that name the source files) or when no bundle was built.
  */
+/**
+ * The Node options of an actor thread, when they are not the process's own. A new thread reads
+ * both its arguments and the NODE_OPTIONS of its environment (Node parses the variable again
+ * for every worker), so an option kept out of one must be kept out of the other too.
+ */
+export interface ActorNodeOptions {
+  readonly execArgv: readonly string[];
+  /** The thread's NODE_OPTIONS. */
+  readonly nodeOptions: string;
+}
+
+function workerNodeOptions(options: ActorNodeOptions | undefined): { execArgv?: string[]; env?: NodeJS.ProcessEnv } {
+  if (!options) return {};
+  // A worker's environment is a copy of the process's taken at its start, with or without this.
+  return { execArgv: [...options.execArgv], env: { ...process.env, NODE_OPTIONS: options.nodeOptions } };
+}
+
 export function actorFile(name: ActorName): URL {
   const bundle = new URL(`../actors/${name}/index.bundle.mjs`, import.meta.url);
   return process.env.UPDATER_UNBUNDLED !== '1' && existsSync(bundle) ? bundle : new URL(`../actors/${name}/index.js`, import.meta.url);
@@ -76,8 +93,8 @@ export class ActorHost {
   /** The module the latest worker runs (actorFile): its bundle, or its index.js. */
   file: URL | undefined;
 
-  /** `execArgv`: the thread's Node options, when not the process's own (ServerOptions.actorExecArgv). */
-  constructor(readonly name: ActorName, private readonly onExit: (host: ActorHost, code: number) => void, private readonly execArgv?: readonly string[]) {}
+  /** `nodeOptions`: the thread's, when not the process's own (ServerOptions.actorNodeOptions). */
+  constructor(readonly name: ActorName, private readonly onExit: (host: ActorHost, code: number) => void, private readonly nodeOptions?: ActorNodeOptions) {}
 
   /**
    * Creates the worker so that it loads its modules while earlier actors start; `start` then
@@ -87,7 +104,7 @@ export class ActorHost {
     if (this.preloaded) return;
     const data: ActorPreloadData = { actor: this.name };
     this.file = actorFile(this.name);
-    const worker = new Worker(this.file, { workerData: data, resourceLimits: heapLimitsOf(this.name), ...(this.execArgv ? { execArgv: [...this.execArgv] } : {}) });
+    const worker = new Worker(this.file, { workerData: data, resourceLimits: heapLimitsOf(this.name), ...workerNodeOptions(this.nodeOptions) });
     const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
     // A module that fails to load ends the worker before its start: start() reports this error.
     const preloaded: Preloaded = { worker, exited, onError: (err) => (preloaded.loadError ??= err) };

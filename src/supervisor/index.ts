@@ -7,7 +7,7 @@ import { UpdaterError } from '../shared/errors.js';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../shared/logger.js';
 import { liveMemory } from '../shared/live-memory.js';
 import { exposeOn } from '../shared/rpc.js';
-import { ActorHost } from './actor-host.js';
+import { ActorHost, type ActorNodeOptions } from './actor-host.js';
 import { MallocTrimmer } from './malloc-trimmer.js';
 import { SupervisorMetrics } from './metrics.js';
 import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.js';
@@ -63,7 +63,7 @@ export interface ServerOptions {
    * process whose own loaders the actors do not need leaves them out here (each thread would
    * run them again: a test runner's loader hooks tripled a server's start).
    */
-  actorExecArgv?: readonly string[];
+  actorNodeOptions?: ActorNodeOptions;
 }
 
 /** How long POST /admin/memory waits after the collections for V8's background frees before it trims. */
@@ -86,7 +86,7 @@ export class Supervisor {
 
   async start(): Promise<void> {
     const names = actorsFor(this.config);
-    for (const name of names) this.hosts.set(name, new ActorHost(name, (h, code) => this.onCrash(h, code), this.options.actorExecArgv));
+    for (const name of names) this.hosts.set(name, new ActorHost(name, (h, code) => this.onCrash(h, code), this.options.actorNodeOptions));
     // Every worker loads its modules at once; each then starts in order, after its callees.
     for (const host of this.hosts.values()) host.preload();
     for (const host of this.hosts.values()) {

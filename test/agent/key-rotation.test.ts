@@ -8,7 +8,7 @@ import { startServer, type Supervisor } from '../../src/supervisor/index.js';
 import { makeDevice, runUntilRunning } from '../helpers/agent.js';
 import { freeUdpPort } from '../helpers/coap.js';
 import { firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
-import { ACTOR_EXEC_ARGV, childEnv } from '../helpers/node-options.js';
+import { ACTOR_NODE_OPTIONS, childEnv } from '../helpers/node-options.js';
 import { configDocument, REPO_ROOT, UPDATER_BIN, writeConfig } from '../helpers/server.js';
 
 // The rotation drill of docs/operations.md, run as written there: a root key, signing key 1
@@ -62,7 +62,7 @@ async function serve(signing: number, binary: string, version: string): Promise<
     signing: { private_key_file: join(keys, `signing-${signing}.key`), certificate_file: join(keys, `signing-${signing}.cert.json`) },
     allow_full_download: true,
   });
-  running = await startServer(loadConfigFile(await writeConfig(fixture, doc)), { actorExecArgv: ACTOR_EXEC_ARGV });
+  running = await startServer(loadConfigFile(await writeConfig(fixture, doc)), { actorNodeOptions: ACTOR_NODE_OPTIONS });
 }
 
 

@@ -1,3 +1,5 @@
+import type { ActorNodeOptions } from '../../src/supervisor/actor-host.js';
+
 // tap starts each test file with its own loaders (`--import` of its process-info hook, and of
 // its mock hook unless that plugin is off, as package.json has it: no test uses tap's mocks),
 // in execArgv and NODE_OPTIONS. Every thread and child process of a server under test would
@@ -13,17 +15,26 @@
 
 const fromTap = (arg: string) => arg.includes('@tapjs/');
 
-/** This process's Node options without tap's loaders, for the actor threads of an in-process server. */
-export const ACTOR_EXEC_ARGV: readonly string[] = process.execArgv.filter((arg) => !fromTap(arg));
+/**
+ * This process's Node options without tap's loaders, for the actor threads of an in-process
+ * server: from its arguments and from NODE_OPTIONS, which Node reads again for every thread.
+ */
+export const ACTOR_NODE_OPTIONS: ActorNodeOptions = {
+  execArgv: process.execArgv.filter((arg) => !fromTap(arg)),
+  nodeOptions: withoutTap(process.env.NODE_OPTIONS),
+};
+
+function withoutTap(nodeOptions: string | undefined): string {
+  return (nodeOptions ?? '').split(/\s+/).filter((arg) => arg !== '' && !fromTap(arg)).join(' ');
+}
 
 /**
  * The environment of a child process: this one's, with tap's loaders left out of NODE_OPTIONS,
  * and without a UPDATER_LOG_PRETTY of the person running the tests (they read JSON lines).
  */
 export function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const nodeOptions = (process.env.NODE_OPTIONS ?? '').split(/\s+/).filter((arg) => arg !== '' && !fromTap(arg)).join(' ');
   const { UPDATER_LOG_PRETTY: _mine, ...env } = process.env;
-  return { ...env, NODE_OPTIONS: nodeOptions, ...extra };
+  return { ...env, NODE_OPTIONS: withoutTap(process.env.NODE_OPTIONS), ...extra };
 }
 
 /** `env`, which every Linux has there: it replaces itself with the program, so the PID is the program's. */

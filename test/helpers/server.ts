@@ -6,7 +6,7 @@ import { parse, stringify } from 'yaml';
 import { loadConfigFile } from '../../src/shared/config/load.js';
 import { startServer, type Supervisor } from '../../src/supervisor/index.js';
 import { freePort, type Fixture } from './fixture.js';
-import { ACTOR_EXEC_ARGV, nodeChild } from './node-options.js';
+import { ACTOR_NODE_OPTIONS, nodeChild } from './node-options.js';
 
 export const REPO_ROOT = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..');
 export const UPDATER_BIN = join(REPO_ROOT, 'bin', 'updater.js');
@@ -61,7 +61,7 @@ export interface TestServer {
 export async function startTestServer(fixture: Fixture, artifacts: ArtifactEntry[], overrides: Record<string, unknown> = {}): Promise<TestServer> {
   const port = await freePort();
   const configPath = await writeConfig(fixture, configDocument(fixture, port, artifacts, overrides));
-  const supervisor = await startServer(loadConfigFile(configPath), { actorExecArgv: ACTOR_EXEC_ARGV });
+  const supervisor = await startServer(loadConfigFile(configPath), { actorNodeOptions: ACTOR_NODE_OPTIONS });
   return { url: `http://127.0.0.1:${port}`, port, configPath, supervisor, stop: () => supervisor.stop() };
 }
 

@@ -4,7 +4,7 @@ import { decideRestart } from '../../src/supervisor/restart-policy.js';
 import { firmware, makeFixture } from '../helpers/fixture.js';
 import { heartbeat, metricValue } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
-import { ACTOR_EXEC_ARGV } from '../helpers/node-options.js';
+import { ACTOR_NODE_OPTIONS } from '../helpers/node-options.js';
 
 t.test('restart policy', async (t) => {
   const policy = { maxRestarts: 3, windowMs: 1000, baseDelayMs: 100, maxDelayMs: 250 };
@@ -59,7 +59,7 @@ t.test('an actor that keeps crashing makes the supervisor give up loudly', async
   const boot = await startTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
   await boot.stop();
   const supervisor = await startServer(loadConfigFile(boot.configPath), {
-    actorExecArgv: ACTOR_EXEC_ARGV,
+    actorNodeOptions: ACTOR_NODE_OPTIONS,
     restartPolicy: { maxRestarts: 2, windowMs: 60_000, baseDelayMs: 10, maxDelayMs: 10 },
     onFatal: (err) => (fatal = err),
   });
