@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { withQuietClientErrors } from './pool-errors.js';
 
 // Cluster-wide mutual exclusion with PostgreSQL session advisory locks (docs/scaling.md). A
@@ -22,10 +22,17 @@ function nameKey(name: string): number {
 }
 
 export class ClusterLocks {
-  private readonly pool: pg.Pool;
+  /**
+   * pg is loaded here, not at the top: a thread that never locks (every single-server
+   * configuration) is spared its start-up (pg builds a fetch Response to tell Cloudflare
+   * Workers from Node, which loads undici: tens of ms on each actor thread).
+   */
+  private readonly pool: Promise<pg.Pool>;
 
   constructor(url: string, maxConnections: number) {
-    this.pool = withQuietClientErrors(new pg.Pool({ connectionString: url, max: maxConnections, connectionTimeoutMillis: 3_000, keepAlive: true }));
+    this.pool = import('pg').then(({ default: pg }) =>
+      withQuietClientErrors(new pg.Pool({ connectionString: url, max: maxConnections, connectionTimeoutMillis: 3_000, keepAlive: true })),
+    );
   }
 
   /**
@@ -33,7 +40,7 @@ export class ClusterLocks {
    * replica holds it; rejects when the database cannot be reached.
    */
   async tryLock(space: number, name: string): Promise<Release | undefined> {
-    const client = await this.pool.connect();
+    const client = await (await this.pool).connect();
     const key = nameKey(name);
     let held: boolean;
     try {
@@ -61,10 +68,10 @@ export class ClusterLocks {
   }
 
   async notify(channel: string, payload: string): Promise<void> {
-    await this.pool.query('select pg_notify($1, $2)', [channel, payload]);
+    await (await this.pool).query('select pg_notify($1, $2)', [channel, payload]);
   }
 
-  close(): Promise<void> {
-    return this.pool.end();
+  async close(): Promise<void> {
+    await (await this.pool).end();
   }
 }

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../logger.js';
 
 // One dedicated PostgreSQL connection that LISTENs (a pooled connection cannot: LISTEN belongs
@@ -54,6 +54,9 @@ export class PgListener {
   }
 
   private async connect(): Promise<void> {
+    if (this.closed) return;
+    // Loaded on the first connection, not at the top: see ClusterLocks (cluster-lock.ts).
+    const { default: pg } = await import('pg');
     if (this.closed) return;
     const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
     this.client = client;
