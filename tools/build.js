@@ -83,7 +83,7 @@ if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== inputs) {
 // module of the bundle also uses is renamed with a digit (pg's DatabaseError is DatabaseError2
 // in a logged error's `type`); our own classes keep their names, and errors are told apart by
 // their codes (src/shared/errors.ts), never by class names.
-const BUNDLED_PACKAGES = new Set(['kysely', 'zod', 'prom-client', 'pino', 'comlink', 'pg', '@noble/ed25519', 'yaml', 'hdr-histogram-js', 'cbor-x', 'coap', 'coap-packet']);
+const BUNDLED_PACKAGES = new Set(['kysely', 'zod', 'prom-client', 'pino', 'comlink', 'pg', 'yaml', 'hdr-histogram-js', 'cbor-x', 'coap', 'coap-packet']);
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const external = Object.keys(packageJson.dependencies).filter((name) => !BUNDLED_PACKAGES.has(name)).flatMap((name) => [name, `${name}/*`]);
 const actorsDir = join(dist, 'src', 'actors');

@@ -1,10 +1,7 @@
-import { createHash, createPrivateKey } from 'node:crypto';
+import { createPrivateKey } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import * as ed from '@noble/ed25519';
+import { publicKeyOf, randomSeed, signEd25519, verifyEd25519 } from './ed25519.js';
 import { UpdaterError } from './errors.js';
-
-// @noble/ed25519 v3 needs a SHA-512 for its synchronous API; Node's is native and fast.
-ed.hashes.sha512 = (message: Uint8Array) => new Uint8Array(createHash('sha512').update(message).digest());
 
 /** The first line of key files written before keys were PKCS#8 PEM. */
 const LEGACY_KEY_FILE_HEADER = 'updater-ed25519-private-key';
@@ -15,20 +12,16 @@ export function signedMessage(targetHash: string, transferHash: string): Uint8Ar
 }
 
 export function signManifest(privateKey: Uint8Array, targetHash: string, transferHash: string): string {
-  return Buffer.from(ed.sign(signedMessage(targetHash, transferHash), privateKey)).toString('hex');
+  return Buffer.from(signEd25519(signedMessage(targetHash, transferHash), privateKey)).toString('hex');
 }
 
 export function verifyManifest(publicKeyHex: string, targetHash: string, transferHash: string, signatureHex: string): boolean {
   if (!/^[0-9a-f]{128}$/.test(signatureHex) || !/^[0-9a-f]{64}$/.test(publicKeyHex)) return false;
-  try {
-    return ed.verify(Buffer.from(signatureHex, 'hex'), signedMessage(targetHash, transferHash), Buffer.from(publicKeyHex, 'hex'));
-  } catch {
-    return false;
-  }
+  return verifyEd25519(Buffer.from(signatureHex, 'hex'), signedMessage(targetHash, transferHash), Buffer.from(publicKeyHex, 'hex'));
 }
 
 export function publicKeyHex(privateKey: Uint8Array): string {
-  return Buffer.from(ed.getPublicKey(privateKey)).toString('hex');
+  return Buffer.from(publicKeyOf(privateKey)).toString('hex');
 }
 
 /**
@@ -37,7 +30,7 @@ export function publicKeyHex(privateKey: Uint8Array): string {
  * header line, then the 32-byte seed in hex) are still read.
  */
 export async function writePrivateKeyFile(path: string): Promise<string> {
-  const seed = ed.utils.randomSecretKey();
+  const seed = randomSeed();
   try {
     await writeFile(path, privateKeyPem(seed), { mode: 0o600, flag: 'wx' });
   } catch (err) {
@@ -51,7 +44,7 @@ export async function writePrivateKeyFile(path: string): Promise<string> {
 
 /** The PKCS#8 PEM of an Ed25519 seed (RFC 8410). */
 export function privateKeyPem(seed: Uint8Array): string {
-  const jwk = { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(seed).toString('base64url'), x: Buffer.from(ed.getPublicKey(seed)).toString('base64url') };
+  const jwk = { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(seed).toString('base64url'), x: Buffer.from(publicKeyOf(seed)).toString('base64url') };
   return createPrivateKey({ key: jwk, format: 'jwk' }).export({ format: 'pem', type: 'pkcs8' }).toString();
 }
 

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as ed from '@noble/ed25519';
 import t from 'tap';
+import { randomSeed } from '../../src/shared/ed25519.js';
 import { signCertificate, type KeyCertificate } from '../../src/shared/release/certificate.js';
 import { publicKeyHex } from '../../src/shared/signing.js';
 import { expectExit, makeDevice, runUntilRunning, type Device } from '../helpers/agent.js';
@@ -19,13 +19,13 @@ import { startTestServer } from '../helpers/server.js';
 
 const fixture = await makeFixture();
 t.teardown(() => fixture.cleanup());
-const rootSeed = ed.utils.randomSecretKey();
+const rootSeed = randomSeed();
 const root = publicKeyHex(rootSeed);
 const now = Math.floor(Date.now() / 1000);
 const DAY = 86_400;
 // K1 is the fixture's key, the one the attacker's server signs with, with its genuine serial-1 certificate.
 const k1Cert = signCertificate(rootSeed, { public_key: fixture.publicKey, not_before: now - 400 * DAY, not_after: now + 365 * DAY, serial: 1 });
-const k2 = publicKeyHex(ed.utils.randomSecretKey());
+const k2 = publicKeyHex(randomSeed());
 const held: Record<string, KeyCertificate> = {
   expired: signCertificate(rootSeed, { public_key: k2, not_before: now - 30 * DAY, not_after: now - DAY, serial: 2 }),
   'not yet valid': signCertificate(rootSeed, { public_key: k2, not_before: now + DAY, not_after: now + 365 * DAY, serial: 2 }),

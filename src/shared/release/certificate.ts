@@ -1,7 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import * as ed from '@noble/ed25519';
-// Loaded for its set-up of @noble/ed25519's SHA-512 (Node's own).
-import '../signing.js';
+import { signEd25519, verifyEd25519 } from '../ed25519.js';
 import { UpdaterError } from '../errors.js';
 
 // A key certificate: an offline root key vouches for a signing key, for a time, under a serial.
@@ -31,16 +29,12 @@ export function certificateBytes(cert: Omit<KeyCertificate, 'signature'>): Uint8
 }
 
 export function signCertificate(rootKey: Uint8Array, fields: Omit<KeyCertificate, 'signature'>): KeyCertificate {
-  return { ...fields, signature: Buffer.from(ed.sign(certificateBytes(fields), rootKey)).toString('hex') };
+  return { ...fields, signature: Buffer.from(signEd25519(certificateBytes(fields), rootKey)).toString('hex') };
 }
 
 export function verifyCertificate(rootPublicKeyHex: string, cert: KeyCertificate): boolean {
   if (!/^[0-9a-f]{64}$/.test(rootPublicKeyHex)) return false;
-  try {
-    return ed.verify(Buffer.from(cert.signature, 'hex'), certificateBytes(cert), Buffer.from(rootPublicKeyHex, 'hex'));
-  } catch {
-    return false;
-  }
+  return verifyEd25519(Buffer.from(cert.signature, 'hex'), certificateBytes(cert), Buffer.from(rootPublicKeyHex, 'hex'));
 }
 
 /**
