@@ -46,12 +46,6 @@ function heapLimitsOf(name: ActorName): { maxYoungGenerationSizeMb: number; maxO
 }
 
 /**
- * The module an actor's worker runs: the actor bundled into one file by `npm run build`
- * (tools/build.js), whose worker starts on about half the CPU of one that loads its
- * several hundred modules one by one; the actor's own index.js with UPDATER_UNBUNDLED=1 (for
- * CPU profiles and stack traces that name the source files) or when no bundle was built.
- */
-/**
  * The Node options of an actor thread, when they are not the process's own. A new thread reads
  * both its arguments and the NODE_OPTIONS of its environment (Node parses the variable again
  * for every worker), so an option kept out of one must be kept out of the other too.
@@ -68,6 +62,12 @@ function workerNodeOptions(options: ActorNodeOptions | undefined): { execArgv?: 
   return { execArgv: [...options.execArgv], env: { ...process.env, NODE_OPTIONS: options.nodeOptions } };
 }
 
+/**
+ * The module an actor's worker runs: the actor bundled into one file by `npm run build`
+ * (tools/build.js), whose worker starts on about half the CPU of one that loads its
+ * several hundred modules one by one; the actor's own index.js with UPDATER_UNBUNDLED=1 (for
+ * CPU profiles and stack traces that name the source files) or when no bundle was built.
+ */
 export function actorFile(name: ActorName): URL {
   const bundle = new URL(`../actors/${name}/index.bundle.mjs`, import.meta.url);
   return process.env.UPDATER_UNBUNDLED !== '1' && existsSync(bundle) ? bundle : new URL(`../actors/${name}/index.js`, import.meta.url);
