@@ -1,9 +1,24 @@
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { publicKeyHex, readPrivateKeyFile, writePrivateKeyFile } from './shared/signing.js';
 
 // Each command loads only its own modules: a device agent's cycle or a spawned `updater serve`
 // starts in about half the time it took when the server, the agent and the load harness were
 // all loaded for any command (the test suite starts hundreds of them).
+
+/**
+ * The module the agent command runs: the agent bundled into one file by `npm run build`
+ * (tools/build.js), which loads in half the CPU of its modules one by one (a device starts the
+ * agent at every boot, the test suite hundreds of times); the agent's own index.js with
+ * UPDATER_UNBUNDLED=1 (for profiles and stack traces that name the source files) or when no
+ * bundle was built.
+ */
+export function agentFile(): URL {
+  const bundle = new URL('../agent/index.bundle.mjs', import.meta.url);
+  return process.env.UPDATER_UNBUNDLED !== '1' && existsSync(bundle) ? bundle : new URL('../agent/index.js', import.meta.url);
+}
+
+const agentModule = () => import(agentFile().href) as Promise<typeof import('../agent/index.js')>;
 
 const USAGE = `usage: updater <command> [options]
 
@@ -44,7 +59,7 @@ Prints the public key of the signing key in FILE, 64 hex characters, as the only
 stdout: what the device agents need as public_key. FILE is PKCS#8 PEM (as keygen writes, or
 an Ed25519 key from "openssl genpkey -algorithm ed25519") or a key in the earlier format.
 `,
-  agent: async () => (await import('../agent/index.js')).AGENT_HELP,
+  agent: async () => (await agentModule()).AGENT_HELP,
   certify: async () => (await import('./cli/certify.js')).CERTIFY_HELP,
   push: async () => (await import('./cli/push.js')).PUSH_HELP,
 };
@@ -76,7 +91,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   serve: serveCommand,
   keygen: oneFileCommand('keygen', 'out', writePrivateKeyFile),
   pubkey: oneFileCommand('pubkey', 'key', async (file) => publicKeyHex(await readPrivateKeyFile(file))),
-  agent: async (args) => (await import('../agent/index.js')).agentCommand(args),
+  agent: async (args) => (await agentModule()).agentCommand(args),
   certify: async (args) => (await import('./cli/certify.js')).certifyCommand(args),
   push: async (args) => (await import('./cli/push.js')).pushCommand(args),
   load: async (args) => {

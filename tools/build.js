@@ -13,7 +13,8 @@
 //      imports from dist/src and plain JavaScript packages into index.bundle.mjs beside it, which the
 //      supervisor starts (src/supervisor/actor-host.ts): loaded one by one, those are several
 //      hundred modules per worker, and a server starts on about half the CPU bundled (bench/start.ts).
-//      Redone when a file of dist/src is newer than the bundle.
+//      The device agent (dist/agent/index.js) likewise, which `updater agent` runs (src/cli.ts).
+//      Redone when a file of dist/src or dist/agent is newer than the bundle.
 // Plain JavaScript: it runs before anything is compiled.
 import { spawnSync } from 'node:child_process';
 import { build } from 'esbuild';
@@ -71,7 +72,7 @@ if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== inputs) {
   writeFileSync(stamp, inputs);
 }
 
-// 4. The actors' bundles. The packages bundled are plain JavaScript that loads no file of its
+// 4. The actors' and the agent's bundles. The packages bundled are plain JavaScript that loads no file of its
 // own by path; the others stay imports, loaded as they would be without the bundle: native
 // addons (uWebSockets.js, better-sqlite3, zstd, the delta engine), and packages that find files
 // beside themselves (piscina's worker, pino-pretty). Bundled CommonJS code requires Node's
@@ -87,10 +88,12 @@ const BUNDLED_PACKAGES = new Set(['kysely', 'zod', 'prom-client', 'pino', 'comli
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const external = Object.keys(packageJson.dependencies).filter((name) => !BUNDLED_PACKAGES.has(name)).flatMap((name) => [name, `${name}/*`]);
 const actorsDir = join(dist, 'src', 'actors');
-const newestSource = Math.max(mtime(join(root, 'package-lock.json')), mtime(fileURLToPath(import.meta.url)), ...filesUnder('dist/src').filter((f) => f.endsWith('.js')).map(mtime));
-for (const actor of existsSync(actorsDir) ? readdirSync(actorsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name) : []) {
-  const entry = join(actorsDir, actor, 'index.js');
-  const bundle = join(actorsDir, actor, 'index.bundle.mjs');
+const newestSource = Math.max(mtime(join(root, 'package-lock.json')), mtime(fileURLToPath(import.meta.url)),
+  ...[...filesUnder('dist/src'), ...filesUnder('dist/agent')].filter((f) => f.endsWith('.js')).map(mtime));
+const actors = existsSync(actorsDir) ? readdirSync(actorsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => join(actorsDir, e.name)) : [];
+for (const dir of [...actors, join(dist, 'agent')]) {
+  const entry = join(dir, 'index.js');
+  const bundle = join(dir, 'index.bundle.mjs');
   if (!existsSync(entry)) {
     rmSync(bundle, { force: true });
     continue;

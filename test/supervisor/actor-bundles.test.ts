@@ -1,9 +1,10 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import type { ActorName } from '../../src/messages/lifecycle.js';
 import { actorFile } from '../../src/supervisor/actor-host.js';
+import { newestModule, ourClasses, renamedClasses } from '../helpers/bundles.js';
 import { firmware, makeFixture } from '../helpers/fixture.js';
 import { heartbeatUntilSigned } from '../helpers/http.js';
 import { REPO_ROOT, startTestServer } from '../helpers/server.js';
@@ -20,9 +21,7 @@ const ACTORS = Object.keys(EVERY_ACTOR) as ActorName[];
 const DIST_SRC = join(REPO_ROOT, 'dist', 'src');
 
 t.test('every actor has a bundle newer than every compiled module, and actorFile names it', async (t) => {
-  const newest = Math.max(...readdirSync(DIST_SRC, { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.js'))
-    .map((f) => statSync(join(DIST_SRC, f)).mtimeMs));
+  const newest = newestModule('src');
   for (const actor of ACTORS) {
     const file = fileURLToPath(actorFile(actor));
     t.equal(file, join(DIST_SRC, 'actors', actor, 'index.bundle.mjs'), `${actor} runs its bundle`);
@@ -35,16 +34,12 @@ t.test('every actor has a bundle newer than every compiled module, and actorFile
 // (bench/results/2026-11-28-bundle-names.md). Without it, esbuild renames a class only where
 // another of the same name is in the bundle; none of ours may be, since logs name them.
 t.test('the bundles define no function names at run time, and our own classes keep theirs', async (t) => {
-  const compiled = readdirSync(DIST_SRC, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
-  const ours = new Set(compiled.flatMap((f) => [...readFileSync(join(DIST_SRC, f), 'utf8').matchAll(/\bclass (\w+)/g)].map((m) => m[1]!)));
+  const ours = ourClasses('src');
   t.ok(ours.has('UpdaterError') && ours.has('TokenChecker'), `our classes are found (${ours.size})`);
   for (const actor of ACTORS) {
     const bundle = readFileSync(fileURLToPath(actorFile(actor)), 'utf8');
     t.notMatch(bundle, /\b__name\(/, `${actor}'s bundle does not name functions as it runs`);
-    const renamed = [...bundle.matchAll(/\bclass (\w+?)(\d+)\b|\b(\w+?)(\d+) = class\b/g)]
-      .map((m) => m[1] ?? m[3]!)
-      .filter((name) => ours.has(name));
-    t.same(renamed, [], `${actor}'s bundle renames none of our classes`);
+    t.same(renamedClasses(bundle, ours), [], `${actor}'s bundle renames none of our classes`);
   }
 });
 
