@@ -47,7 +47,11 @@ export class CoapTransport implements Transport {
   /** The device token, sent as the Uri-Query option `auth=` (enroll.ts sets it when the device has an identity). */
   token: string | undefined;
 
-  constructor(baseUrl: string) {
+  /**
+   * `receiveBufferBytes`: the socket's receive buffer, for a caller that runs many exchanges over
+   * it at once (the load harness); a device's one exchange at a time needs the system's default.
+   */
+  constructor(baseUrl: string, private readonly options: { receiveBufferBytes?: number } = {}) {
     const url = new URL(baseUrl);
     this.host = url.hostname.replace(/^\[|\]$/g, '');
     this.port = Number(url.port || 5683);
@@ -55,7 +59,7 @@ export class CoapTransport implements Transport {
 
   private open(): Socket {
     if (this.socket) return this.socket;
-    const socket = createSocket(isIPv6(this.host) ? 'udp6' : 'udp4');
+    const socket = createSocket({ type: isIPv6(this.host) ? 'udp6' : 'udp4', ...(this.options.receiveBufferBytes ? { recvBufferSize: this.options.receiveBufferBytes } : {}) });
     socket.on('message', (message) => this.receive(message));
     socket.on('error', (err) => {
       for (const exchange of this.exchanges.values()) exchange.reject(transportError('coap', 'socket', err));

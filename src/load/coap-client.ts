@@ -16,6 +16,14 @@ import type { AuthAnswer, HeartbeatAnswer } from './http-client.js';
 // carries its device's token as the Uri-Query `auth=` (docs/protocol.md), and POST /auth is
 // CBOR over the same socket.
 
+/**
+ * The downloads of every simulated device share one socket: a hundred block answers arriving
+ * together take more than Linux's default 208 KiB of receive buffer (the kernel counts 2 KiB
+ * and more for each small datagram), and every one dropped costs the RFC's retransmission wait
+ * (2 to 3 s, doubling each time). The kernel caps it at net.core.rmem_max.
+ */
+const DOWNLOAD_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
+
 const STATUS_OF: Record<string, number> = { '2.05': 200, '2.04': 204, '4.00': 400, '4.01': 401, '4.03': 403, '4.04': 404, '4.13': 413, '4.29': 429, '5.03': 503, '5.00': 500 };
 
 export class CoapLoadClient {
@@ -31,7 +39,7 @@ export class CoapLoadClient {
     this.host = url.hostname;
     this.port = Number(url.port || 5683);
     this.agent = new coap.Agent({ type: 'udp4' });
-    this.blocks = new CoapTransport(coapUrl);
+    this.blocks = new CoapTransport(coapUrl, { receiveBufferBytes: DOWNLOAD_RECEIVE_BUFFER_BYTES });
   }
 
   private once(method: 'GET' | 'POST', pathname: string, options: Record<string, string | Buffer>, echo: Buffer | undefined, body: Buffer | undefined, token: string | undefined): Promise<IncomingMessage> {

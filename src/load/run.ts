@@ -138,6 +138,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     return undefined;
   };
 
+  const downloading = { http: 0, coap: 0 };
   const beat = async (device: Device) => {
     const started = performance.now();
     stats.requests++;
@@ -174,7 +175,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const fetchUpdate = async (device: Device, path: string, transferHash: string, targetHash: string) => {
     stats.requests++;
     const started = performance.now();
-    const { status, size, hash } = await withTimeout(authorized(device, (token) => clientOf(device).download(path, DOWNLOAD_DEADLINE_MS, token), (d) => d.status), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`);
+    downloading[device.transport]++;
+    const { status, size, hash } = await withTimeout(authorized(device, (token) => clientOf(device).download(path, DOWNLOAD_DEADLINE_MS, token), (d) => d.status), DOWNLOAD_DEADLINE_MS, `${device.transport}_download_timeout`)
+      .finally(() => downloading[device.transport]--);
     stats.downloads++;
     stats.recordKind('download', performance.now() - started);
     stats.bytesDown += size;
@@ -214,7 +217,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     const rate = (stats.heartbeats - lastLine.heartbeats) / Math.max(0.001, t - lastLine.at);
     lastLine = { at: t, heartbeats: stats.heartbeats };
     const last = rss[rss.length - 1];
-    options.progress(`t=${t.toFixed(0)}s heartbeats/s=${rate.toFixed(0)} in-flight=${inflight} downloads=${stats.downloads} errors=${stats.errorCount}${last ? ` server-rss=${mb(last.bytes)}MB` : ''}`);
+    // Which transport's downloads are under way, so that one that hangs is told apart.
+    const under = downloading.http + downloading.coap > 0 ? ` (downloading: ${downloading.http} http, ${downloading.coap} coap)` : '';
+    options.progress(`t=${t.toFixed(0)}s heartbeats/s=${rate.toFixed(0)} in-flight=${inflight}${under} downloads=${stats.downloads} errors=${stats.errorCount}${last ? ` server-rss=${mb(last.bytes)}MB` : ''}`);
   }, 1000);
 
   const deadline = performance.now() + options.durationMs;
