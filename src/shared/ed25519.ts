@@ -20,7 +20,8 @@ const SIGNATURE_BYTES = 64;
 /** A seed's key object, made once per seed object: a signing key signs many manifests. */
 const privateKeys = new WeakMap<Uint8Array, KeyObject>();
 
-function privateKeyOf(seed: Uint8Array): KeyObject {
+/** The seed as node:crypto's private key object (what a key file is exported from). */
+export function privateKeyOf(seed: Uint8Array): KeyObject {
   let key = privateKeys.get(seed);
   if (!key) {
     if (seed.length !== KEY_BYTES) throw new TypeError(`an Ed25519 seed is ${KEY_BYTES} bytes, not ${seed.length}`);

@@ -1,6 +1,6 @@
 import { createPrivateKey } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { publicKeyOf, randomSeed, signEd25519, verifyEd25519 } from './ed25519.js';
+import { privateKeyOf, publicKeyOf, randomSeed, signEd25519, verifyEd25519 } from './ed25519.js';
 import { UpdaterError } from './errors.js';
 
 /** The first line of key files written before keys were PKCS#8 PEM. */
@@ -44,8 +44,7 @@ export async function writePrivateKeyFile(path: string): Promise<string> {
 
 /** The PKCS#8 PEM of an Ed25519 seed (RFC 8410). */
 export function privateKeyPem(seed: Uint8Array): string {
-  const jwk = { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(seed).toString('base64url'), x: Buffer.from(publicKeyOf(seed)).toString('base64url') };
-  return createPrivateKey({ key: jwk, format: 'jwk' }).export({ format: 'pem', type: 'pkcs8' }).toString();
+  return privateKeyOf(seed).export({ format: 'pem', type: 'pkcs8' }).toString();
 }
 
 export async function readPrivateKeyFile(path: string): Promise<Uint8Array> {

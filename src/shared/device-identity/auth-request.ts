@@ -34,7 +34,7 @@ export function signAuthRequest(seed: Uint8Array, deviceId: string, timestamp: n
 
 /**
  * Whether the signature is the key's over the request; never throws. POST /auth is the one
- * unauthenticated request that costs a signature check (0.18 ms, ed25519.ts), so its price
+ * unauthenticated request that costs a signature check (OpenSSL's, ed25519.ts), so its price
  * bounds what an anonymous client can make the server spend.
  */
 export function authSignatureValid(request: AuthRequest): boolean {
