@@ -13,7 +13,8 @@ import type { ActorNodeOptions } from '../../src/supervisor/actor-host.js';
 // the suite spawns hundreds of servers, agents and CLI runs). So a node child is started
 // through `env` (nodeChild), which sets NODE_OPTIONS again after the hook has had its say.
 
-const fromTap = (arg: string) => arg.includes('@tapjs/');
+// tap-first.ts (which `npm test` adds, tap-env.ts) does nothing outside a test file's process.
+const fromTap = (arg: string) => arg.includes('@tapjs/') || arg.includes('/tap-first.js');
 
 /**
  * This process's Node options without tap's loaders, for the actor threads of an in-process

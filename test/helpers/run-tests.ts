@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quickFiles } from './quick.js';
 import { fileTimes, slowestLines } from './slowest.js';
+import { tapEnv } from './tap-env.js';
 
 // `npm test`: tap over every test file, then the closing line of run-hooks.ts (the tests skipped
 // for want of a system tool) as the very last line: tap runs its after script before it prints
@@ -18,12 +19,8 @@ const started = Date.now();
 const args = process.argv.slice(2);
 // tap runs from the package's root (npm's scripts do too) and keeps its copies there.
 const tapArgs = args.includes('--quick') ? [...args.filter((a) => a !== '--quick'), ...quickFiles(process.cwd())] : args;
-// The tests talk only to 127.0.0.1 and bring their own CAs, so a host's NODE_EXTRA_CA_CERTS is
-// left out: with it, every node process parses the file at its start (80 of the 120 ms of
-// `node -e 1` here, where it names the whole system bundle), and the suite starts hundreds.
-const { NODE_EXTRA_CA_CERTS: _hostCas, ...hostEnv } = process.env;
 // npm puts node_modules/.bin on the PATH of its scripts.
-const tap = spawn('tap', tapArgs, { stdio: 'inherit', env: { ...hostEnv, UPDATER_TEST_SKIP_REPORT: report } });
+const tap = spawn('tap', tapArgs, { stdio: 'inherit', env: { ...tapEnv(), UPDATER_TEST_SKIP_REPORT: report } });
 // Ctrl-C reaches tap too (one process group): wait for it to stop its tests and servers.
 process.on('SIGINT', () => undefined);
 process.on('SIGTERM', () => tap.kill('SIGTERM'));

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tapEnv } from './tap-env.js';
 
 // `npm run test:stress -- [--busy N] [--repeat K] [tap options] [files…]`: the tests under
 // load, to find the ones that pass only on an idle machine. Starts N processes that spin on
@@ -76,7 +77,7 @@ function runRound(tapArgs: string[], log: string): Promise<number | null> {
   return new Promise((resolve) => {
     const out = createWriteStream(log);
     // npm puts node_modules/.bin on the PATH of its scripts.
-    tap = spawn('tap', tapArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+    tap = spawn('tap', tapArgs, { stdio: ['ignore', 'pipe', 'pipe'], env: tapEnv() });
     tap.stdout!.pipe(out, { end: false });
     tap.stderr!.pipe(out, { end: false });
     tap.once('error', (err) => {

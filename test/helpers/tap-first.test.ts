@@ -1,0 +1,81 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { tapEnv } from './tap-env.js';
+
+// A test file started as tap starts it (`--import` of tap's process-info hook on the command
+// line), in the environment `npm test` gives tap (tap-env.ts): tap's modules are loaded before
+// the hook, so none of them is among the files the hook saw, while the test file's own modules
+// still pass through it. Started without tap-first.ts, the same file sends tap's modules
+// through the hook: what this saves.
+
+const PROCESS_INFO_HOOK = import.meta.resolve('@tapjs/processinfo/import');
+const TAP = import.meta.resolve('tap');
+
+interface Seen {
+  readonly status: number | null;
+  readonly output: string;
+  /** The files tap's hook reported to the test's thread as loaded through it. */
+  readonly files: string[];
+}
+
+/**
+ * `file` in a temp directory, started as tap starts a test file, in `env`. The file imports tap
+ * and then a module of its own, and prints the files the hook reported once that module's report
+ * is in (the hook's reports arrive in order, on a message port).
+ */
+async function runAsTapDoes(t: Test, env: NodeJS.ProcessEnv, file = 'sample.test.js'): Promise<Seen> {
+  const dir = await mkdtemp(join(tmpdir(), 'updater-tap-first-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'own-module.mjs'), 'export const answer = 42;\n');
+  // Imports tap by its resolved URL: the temp directory has no node_modules.
+  await writeFile(join(dir, file), [
+    `import t from ${JSON.stringify(TAP)};`,
+    `import { answer } from './own-module.mjs';`,
+    `const info = globalThis[Symbol.for('@tapjs/processinfo.ProcessInfoNodeData')];`,
+    `while (!info.files.some((f) => f.endsWith('own-module.mjs'))) await new Promise((resolve) => setImmediate(resolve));`,
+    `console.log('FILES ' + JSON.stringify(info.files));`,
+    `t.equal(answer, 42);`,
+  ].join('\n'));
+  // Through `env`, as nodeChild (node-options.ts) does: tap's hook in this process rewrites the
+  // NODE_OPTIONS and _TAPJS_PROCESSINFO_EXCLUDE_ (node_modules by default) of every child it spawns.
+  const settings = [`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}`, 'TAP_CHILD_ID=1', '_TAPJS_PROCESSINFO_EXCLUDE_=/$./'];
+  const run = spawnSync('/usr/bin/env', [...settings, process.execPath, '--enable-source-maps', `--import=${PROCESS_INFO_HOOK}`, join(dir, file)], {
+    cwd: dir, encoding: 'utf8', env, timeout: 60_000,
+  });
+  const line = run.stdout.split('\n').find((l) => l.startsWith('FILES '));
+  return { status: run.status, output: `${run.stdout}${run.stderr}`, files: line ? (JSON.parse(line.slice(6)) as string[]) : [] };
+}
+
+const fromTap = (file: string) => /node_modules[\\/](tap|@tapjs[\\/]core)[\\/]/.test(file);
+const withoutNodeOptions = () => {
+  const { NODE_OPTIONS: _tapsOwn, ...env } = process.env;
+  return env;
+};
+
+t.test('with tap-first.ts, tap is loaded before tap\'s process-info hook; the test file\'s own modules still pass through it', async (t) => {
+  const seen = await runAsTapDoes(t, tapEnv(withoutNodeOptions()));
+  t.equal(seen.status, 0, 'the file passes');
+  if (seen.status !== 0) t.comment(seen.output);
+  t.ok(seen.files.some((f) => f.endsWith('own-module.mjs')), 'the hook saw the test file\'s own module');
+  t.same(seen.files.filter(fromTap), [], 'and none of tap\'s');
+});
+
+t.test('without it, tap\'s modules go through the hook', async (t) => {
+  const seen = await runAsTapDoes(t, withoutNodeOptions());
+  t.equal(seen.status, 0, 'the file passes');
+  if (seen.status !== 0) t.comment(seen.output);
+  t.ok(seen.files.some((f) => f.endsWith('own-module.mjs')));
+  t.ok(seen.files.filter(fromTap).length > 10, `the hook saw ${seen.files.filter(fromTap).length} of tap's modules`);
+});
+
+t.test('outside a test file\'s own process it loads nothing', async (t) => {
+  // The processes the tests start inherit NODE_OPTIONS: one whose main file is not a test file
+  // loads tap (if at all) through the hook, as it would without tap-first.ts.
+  const seen = await runAsTapDoes(t, tapEnv(withoutNodeOptions()), 'server.mjs');
+  t.equal(seen.status, 0, 'the file passes');
+  if (seen.status !== 0) t.comment(seen.output);
+  t.ok(seen.files.filter(fromTap).length > 10, `the hook saw ${seen.files.filter(fromTap).length} of tap's modules`);
+});
