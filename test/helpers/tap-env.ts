@@ -14,3 +14,8 @@ export function tapEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv 
   const nodeOptions = [JSON.stringify(`--import=${TAP_FIRST}`), rest.NODE_OPTIONS ?? ''].join(' ').trim();
   return { ...rest, NODE_OPTIONS: nodeOptions };
 }
+
+/** The specifiers of a compiled module's static `import` statements (tsc writes one a statement, types erased). */
+export function staticImports(source: string): string[] {
+  return [...source.matchAll(/^import\s(?:[^;]*?\sfrom\s)?['"]([^'"]+)['"];/gm)].map((m) => m[1]!);
+}

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { tapEnv } from './tap-env.js';
+import { staticImports, tapEnv } from './tap-env.js';
 
 // A test file started as tap starts it (`--import` of tap's process-info hook on the command
 // line), in the environment `npm test` gives tap (tap-env.ts): tap's modules are loaded before
@@ -23,21 +23,24 @@ interface Seen {
 
 /**
  * `file` in a temp directory, started as tap starts a test file, in `env`. The file imports tap
- * and then a module of its own, and prints the files the hook reported once that module's report
- * is in (the hook's reports arrive in order, on a message port).
+ * and a module of its own statically, another dynamically, and prints the files the hook
+ * reported once the last one's report is in (the hook's reports arrive in order, on a port).
  */
 async function runAsTapDoes(t: Test, env: NodeJS.ProcessEnv, file = 'sample.test.js'): Promise<Seen> {
   const dir = await mkdtemp(join(tmpdir(), 'updater-tap-first-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await writeFile(join(dir, 'own-module.mjs'), 'export const answer = 42;\n');
+  await writeFile(join(dir, 'late-module.mjs'), 'export const late = true;\n');
   // Imports tap by its resolved URL: the temp directory has no node_modules.
   await writeFile(join(dir, file), [
     `import t from ${JSON.stringify(TAP)};`,
     `import { answer } from './own-module.mjs';`,
+    `const { late } = await import('./late-module.mjs');`,
     `const info = globalThis[Symbol.for('@tapjs/processinfo.ProcessInfoNodeData')];`,
-    `while (!info.files.some((f) => f.endsWith('own-module.mjs'))) await new Promise((resolve) => setImmediate(resolve));`,
+    `while (!info.files.some((f) => f.endsWith('late-module.mjs'))) await new Promise((resolve) => setImmediate(resolve));`,
     `console.log('FILES ' + JSON.stringify(info.files));`,
     `t.equal(answer, 42);`,
+    `t.equal(late, true);`,
   ].join('\n'));
   // Through `env`, as nodeChild (node-options.ts) does: tap's hook in this process rewrites the
   // NODE_OPTIONS and _TAPJS_PROCESSINFO_EXCLUDE_ (node_modules by default) of every child it spawns.
@@ -55,19 +58,20 @@ const withoutNodeOptions = () => {
   return env;
 };
 
-t.test('with tap-first.ts, tap is loaded before tap\'s process-info hook; the test file\'s own modules still pass through it', async (t) => {
+t.test('with tap-first.ts, tap and the test file\'s static imports are loaded before tap\'s process-info hook; a dynamic import still passes through it', async (t) => {
   const seen = await runAsTapDoes(t, tapEnv(withoutNodeOptions()));
   t.equal(seen.status, 0, 'the file passes');
   if (seen.status !== 0) t.comment(seen.output);
-  t.ok(seen.files.some((f) => f.endsWith('own-module.mjs')), 'the hook saw the test file\'s own module');
-  t.same(seen.files.filter(fromTap), [], 'and none of tap\'s');
+  t.ok(seen.files.some((f) => f.endsWith('late-module.mjs')), 'the hook saw the module imported in the body');
+  t.notOk(seen.files.some((f) => f.endsWith('own-module.mjs')), 'not the one imported statically');
+  t.same(seen.files.filter(fromTap), [], 'nor any of tap\'s');
 });
 
-t.test('without it, tap\'s modules go through the hook', async (t) => {
+t.test('without it, tap\'s modules and the file\'s own go through the hook', async (t) => {
   const seen = await runAsTapDoes(t, withoutNodeOptions());
   t.equal(seen.status, 0, 'the file passes');
   if (seen.status !== 0) t.comment(seen.output);
-  t.ok(seen.files.some((f) => f.endsWith('own-module.mjs')));
+  t.ok(seen.files.some((f) => f.endsWith('own-module.mjs')), 'the hook saw the test file\'s static import');
   t.ok(seen.files.filter(fromTap).length > 10, `the hook saw ${seen.files.filter(fromTap).length} of tap's modules`);
 });
 
@@ -78,4 +82,19 @@ t.test('outside a test file\'s own process it loads nothing', async (t) => {
   t.equal(seen.status, 0, 'the file passes');
   if (seen.status !== 0) t.comment(seen.output);
   t.ok(seen.files.filter(fromTap).length > 10, `the hook saw ${seen.files.filter(fromTap).length} of tap's modules`);
+});
+
+t.test('the static imports of a compiled test file, in their order', async (t) => {
+  const source = [
+    "import t from 'tap';",
+    "import { a, b, } from '../helpers/server.js';",
+    'import {',
+    '  c,',
+    "} from './multi-line.js';",
+    "import './side-effect.js';",
+    "const later = await import('./dynamic.js');",
+    "// import { d } from './commented.js';",
+    "export { e } from './re-export.js';",
+  ].join('\n');
+  t.same(staticImports(source), ['tap', '../helpers/server.js', './multi-line.js', './side-effect.js']);
 });
