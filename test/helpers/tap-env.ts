@@ -15,7 +15,18 @@ export function tapEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv 
   return { ...rest, NODE_OPTIONS: nodeOptions };
 }
 
-/** The specifiers of a compiled module's static `import` statements (tsc writes one a statement, types erased). */
+/**
+ * The import statements a compiled test file opens with (tsc writes one a statement, types
+ * erased), with the comments and blank lines between them; the scan ends at the first other
+ * statement. A later import is left to the hook, and so is the text of an `import` line inside
+ * a template string (a page's source that a test bundles, say).
+ */
+const LEADING_IMPORT = /(?:\s+|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*import\s(?:[^;'"]*?\sfrom\s)?['"]([^'"]+)['"];/y;
+
+/** The specifiers of the import statements `source` opens with, in their order. */
 export function staticImports(source: string): string[] {
-  return [...source.matchAll(/^import\s(?:[^;]*?\sfrom\s)?['"]([^'"]+)['"];/gm)].map((m) => m[1]!);
+  const specifiers: string[] = [];
+  LEADING_IMPORT.lastIndex = 0;
+  for (let match = LEADING_IMPORT.exec(source); match; match = LEADING_IMPORT.exec(source)) specifiers.push(match[1]!);
+  return specifiers;
 }

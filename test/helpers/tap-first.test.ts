@@ -84,17 +84,25 @@ t.test('outside a test file\'s own process it loads nothing', async (t) => {
   t.ok(seen.files.filter(fromTap).length > 10, `the hook saw ${seen.files.filter(fromTap).length} of tap's modules`);
 });
 
-t.test('the static imports of a compiled test file, in their order', async (t) => {
+t.test('the import statements a compiled test file opens with, in their order', async (t) => {
   const source = [
     "import t from 'tap';",
     "import { a, b, } from '../helpers/server.js';",
+    '// a comment between them',
     'import {',
     '  c,',
     "} from './multi-line.js';",
+    '/* and a block comment */',
     "import './side-effect.js';",
+    '',
+    '// What follows is not scanned:',
     "const later = await import('./dynamic.js');",
-    "// import { d } from './commented.js';",
-    "export { e } from './re-export.js';",
+    'const page = `',
+    "import { h } from 'preact';",
+    "import { useRoute } from './router.ts';",
+    '`;',
+    "import { late } from './late.js';",
   ].join('\n');
   t.same(staticImports(source), ['tap', '../helpers/server.js', './multi-line.js', './side-effect.js']);
+  t.same(staticImports('#!/usr/bin/env node\nimport x from "y";'), [], 'nothing past a first line that is not an import');
 });
