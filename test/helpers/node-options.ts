@@ -1,4 +1,5 @@
 import type { ActorNodeOptions } from '../../src/supervisor/actor-host.js';
+import { TAP_FIRST } from './tap-env.js';
 
 // tap starts each test file with its own loaders (`--import` of its process-info hook, and of
 // its mock hook unless that plugin is off, as package.json has it: no test uses tap's mocks),
@@ -14,7 +15,7 @@ import type { ActorNodeOptions } from '../../src/supervisor/actor-host.js';
 // through `env` (nodeChild), which sets NODE_OPTIONS again after the hook has had its say.
 
 // tap-first.ts (which `npm test` adds, tap-env.ts) does nothing outside a test file's process.
-const fromTap = (arg: string) => arg.includes('@tapjs/') || arg.includes('/tap-first.js');
+const fromTap = (arg: string) => arg.includes('@tapjs/') || arg.includes(TAP_FIRST);
 
 /**
  * This process's Node options without tap's loaders, for the actor threads of an in-process

@@ -1,6 +1,6 @@
 // The environment `npm test` (run-tests.ts) and `npm run test:stress` (stress.ts) start tap in.
 
-/** The module that loads tap into a test file's process before tap's process-info hook (tap-first.ts). */
+/** The module that loads tap and a test file's static imports before tap's process-info hook (tap-first.ts). */
 export const TAP_FIRST = new URL('./tap-first.js', import.meta.url).href;
 
 /**

@@ -6,10 +6,10 @@ import t, { type Test } from 'tap';
 import { staticImports, tapEnv } from './tap-env.js';
 
 // A test file started as tap starts it (`--import` of tap's process-info hook on the command
-// line), in the environment `npm test` gives tap (tap-env.ts): tap's modules are loaded before
-// the hook, so none of them is among the files the hook saw, while the test file's own modules
-// still pass through it. Started without tap-first.ts, the same file sends tap's modules
-// through the hook: what this saves.
+// line), in the environment `npm test` gives tap (tap-env.ts): tap and the file's static imports
+// are loaded before the hook, so none of them is among the files the hook saw, while what the
+// file imports in its body still passes through it. Started without tap-first.ts, the same file
+// sends them all through the hook: what this saves.
 
 const PROCESS_INFO_HOOK = import.meta.resolve('@tapjs/processinfo/import');
 const TAP = import.meta.resolve('tap');
