@@ -111,7 +111,9 @@ export async function runActor(setup: (ctx: ActorContext) => Promise<OwnApi<Cont
       memory: async () => liveMemory(),
     } satisfies ControlApi;
   } catch (err) {
-    log.fatal({ err }, 'actor setup failed');
+    // The supervisor logs it, once for a start and once an outage for a restart that waits for
+    // the database (src/supervisor/index.ts): here it would repeat at every attempt.
+    log.debug({ err }, 'actor setup failed');
     post({ type: 'fatal', error: serializeError(err) });
     // Let the message and the log line leave before the thread ends.
     setTimeout(() => process.exit(1), 50);

@@ -3,14 +3,14 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { ActorName, ActorWorkerData, PeerName } from '../messages/lifecycle.js';
 import type { ServerMemory, SupervisorApi } from '../messages/supervisor.js';
 import type { Config } from '../shared/config/types.js';
-import { UpdaterError } from '../shared/errors.js';
+import { errorStatus, UpdaterError } from '../shared/errors.js';
 import { createLogger, isLogLevel, type Logger, type LogLevel } from '../shared/logger.js';
 import { liveMemory } from '../shared/live-memory.js';
 import { exposeOn } from '../shared/rpc.js';
 import { ActorHost, type ActorNodeOptions } from './actor-host.js';
 import { MallocTrimmer } from './malloc-trimmer.js';
 import { SupervisorMetrics } from './metrics.js';
-import { decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.js';
+import { afterFailedStart, decideRestart, DEFAULT_RESTART_POLICY, type RestartPolicy } from './restart-policy.js';
 
 //   devices ─HTTP─▶ http ──▶ manifester ──▶ store-keeper ──▶ diff pool (Piscina)
 //                    │  ▲         ▲               │
@@ -75,6 +75,8 @@ export class Supervisor {
   private readonly trimmer: MallocTrimmer;
   private readonly hosts = new Map<ActorName, ActorHost>();
   private readonly crashes = new Map<ActorName, number[]>();
+  /** Actors whose restart waits for the database to come back. */
+  private readonly waitingForDatabase = new Set<ActorName>();
   private logLevel: LogLevel;
   private stopped = false;
 
@@ -164,13 +166,30 @@ export class Supervisor {
     }
     this.log.error({ actor: host.name, exitCode: code, restartInMs: decision.delayMs }, 'actor crashed; restarting');
     this.metrics.restarted(host.name);
-    setTimeout(() => {
+    setTimeout(() => this.restart(host), decision.delayMs);
+  }
+
+  /** Starts a crashed actor again; a start refused for want of the database is retried until it is back (afterFailedStart). */
+  private restart(host: ActorHost): void {
+    if (this.stopped) return;
+    this.spawn(host).then(() => {
+      if (this.waitingForDatabase.delete(host.name)) this.log.warn({ actor: host.name }, 'actor started again: the database is back');
+    }, (err) => {
       if (this.stopped) return;
-      this.spawn(host).catch((err) => {
+      const { code } = errorStatus(err);
+      this.metrics.startFailed(host.name, code);
+      const next = afterFailedStart(code, this.options.restartPolicy ?? DEFAULT_RESTART_POLICY);
+      if (next.action === 'crash') {
         this.log.error({ err, actor: host.name }, 'actor restart failed');
         this.onCrash(host, -1);
-      });
-    }, decision.delayMs);
+        return;
+      }
+      // Once an outage, not at every attempt: the attempts are counted in the metrics.
+      const first = !this.waitingForDatabase.has(host.name);
+      this.waitingForDatabase.add(host.name);
+      this.log[first ? 'error' : 'debug']({ err, actor: host.name, retryInMs: next.delayMs }, 'actor cannot start without the database; trying again until it is back');
+      setTimeout(() => this.restart(host), next.delayMs);
+    });
   }
 
   private supervisorApi(): SupervisorApi {

@@ -14,6 +14,13 @@ export class SupervisorMetrics {
     registers: [this.registry],
   });
 
+  private readonly startFailures = new Counter({
+    name: 'updater_actor_start_failures_total',
+    help: 'Restarts of a crashed actor that failed to start it, by error code (DATABASE_UNREACHABLE is tried again until the database is back)',
+    labelNames: ['actor', 'code'],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'updater_' });
     registerRuntimeMetrics(this.registry, 'supervisor');
@@ -22,6 +29,10 @@ export class SupervisorMetrics {
 
   restarted(actor: string): void {
     this.restarts.inc({ actor });
+  }
+
+  startFailed(actor: string, code: string): void {
+    this.startFailures.inc({ actor, code });
   }
 
   async render(actorMetrics: unknown[][]): Promise<string> {

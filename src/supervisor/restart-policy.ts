@@ -21,3 +21,14 @@ export function decideRestart(previousCrashes: readonly number[], now: number, p
   const delayMs = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (recent.length - 1));
   return { action: 'restart', delayMs, recent };
 }
+
+/**
+ * What a restart that failed to start the actor counts as. A start refused for want of the
+ * database (a cluster's PostgreSQL away, the embedded file's store full) says nothing about the
+ * actor's own health: counted as crashes, a few seconds of outage after one crash would stop a
+ * server that still answers devices from what it holds. Such a start is tried again at the
+ * longest delay for as long as the outage lasts; any other failure is one more crash.
+ */
+export function afterFailedStart(code: string, policy: RestartPolicy = DEFAULT_RESTART_POLICY): { readonly action: 'retry'; readonly delayMs: number } | { readonly action: 'crash' } {
+  return code === 'DATABASE_UNREACHABLE' ? { action: 'retry', delayMs: policy.maxDelayMs } : { action: 'crash' };
+}

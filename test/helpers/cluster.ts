@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { freeUdpPort } from './coap.js';
-import { createTestDatabase } from './databases.js';
+import { createTestDatabase, type TestDatabase } from './databases.js';
 import { freePort, makeFixture, type Fixture } from './fixture.js';
 import { configDocument, spawnServer, writeConfig, type ArtifactEntry, type ServerProcess } from './server.js';
 import { toolPath } from './system-tool-list.js';
@@ -42,11 +42,9 @@ export interface Cluster {
   restart(replica: Replica): Promise<void>;
 }
 
-/** Starts a cluster of `count` replicas (each with a CoAP listener of its own with `coap`); torn down with the test. */
-export async function startCluster(
-  t: Owner, count: number, artifacts: ArtifactEntry[] = [], overrides: Record<string, unknown> = {}, options: { coap?: boolean } = {},
-): Promise<Cluster> {
-  const fixture = await makeFixture('updater-cluster-');
+/** A fixture and a fresh PostgreSQL database behind a relay the test can cut; all gone when the test ends. */
+export async function relayedDatabase(t: Owner, prefix: string): Promise<{ fixture: Fixture; database: TestDatabase; relay: DatabaseRelay }> {
+  const fixture = await makeFixture(prefix);
   const database = await createTestDatabase('postgres', fixture.dir);
   const relay = await startDatabaseRelay(new URL(database.location));
   t.teardown(async () => {
@@ -54,6 +52,14 @@ export async function startCluster(
     await database.drop();
     await fixture.cleanup();
   });
+  return { fixture, database, relay };
+}
+
+/** Starts a cluster of `count` replicas (each with a CoAP listener of its own with `coap`); torn down with the test. */
+export async function startCluster(
+  t: Owner, count: number, artifacts: ArtifactEntry[] = [], overrides: Record<string, unknown> = {}, options: { coap?: boolean } = {},
+): Promise<Cluster> {
+  const { fixture, database, relay } = await relayedDatabase(t, 'updater-cluster-');
   const replicas: Replica[] = [];
   t.teardown(async () => {
     for (const r of replicas) await stopProcess(r.process.child, r.process.exited);

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import t from 'tap';
-import { decideRestart } from '../../src/supervisor/restart-policy.js';
+import { afterFailedStart, decideRestart } from '../../src/supervisor/restart-policy.js';
 import { firmware, makeFixture } from '../helpers/fixture.js';
 import { heartbeat, metricValue } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
@@ -17,6 +17,9 @@ t.test('restart policy', async (t) => {
   t.equal((third as { delayMs: number }).delayMs, 250, 'and is capped');
   t.equal(decideRestart([9_700, 9_800, 9_900], 10_000, policy).action, 'escalate', 'too many crashes in the window: give up');
   t.equal(decideRestart([1_000, 2_000, 3_000], 10_000, policy).action, 'restart', 'old crashes fall out of the window');
+  t.same(afterFailedStart('DATABASE_UNREACHABLE', policy), { action: 'retry', delayMs: 250 }, 'a start refused for want of the database is tried again at the longest delay');
+  t.same(afterFailedStart('INTERNAL', policy), { action: 'crash' }, 'any other failed start is one more crash');
+  t.same(afterFailedStart('ACTOR_TIMEOUT', policy), { action: 'crash' });
 });
 
 t.test('a crashed actor is restarted and the server keeps answering', async (t) => {
