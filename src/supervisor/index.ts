@@ -180,6 +180,7 @@ export class Supervisor {
       this.metrics.startFailed(host.name, code);
       const next = afterFailedStart(code, this.options.restartPolicy ?? DEFAULT_RESTART_POLICY);
       if (next.action === 'crash') {
+        this.waitingForDatabase.delete(host.name);
         this.log.error({ err, actor: host.name }, 'actor restart failed');
         this.onCrash(host, -1);
         return;
