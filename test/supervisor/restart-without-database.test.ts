@@ -52,6 +52,20 @@ t.test('actors that crash while the database is away are started again once it i
     t.equal(fatal, undefined, `the supervisor did not give up on the replica when the ${name} could not start`);
     if (fatal) return;
   }
+  // A refusal is audited after it is answered, its row handed to the fleet actor unawaited:
+  // lost now, and counted, and it must not take the HTTP front-end down with it.
+  t.equal((await adminCall(url, 'GET', '/admin/devices', undefined, 'not-a-token')).status, 401, 'an admin request with a wrong token is refused');
+  const metric = async (name: string, labels: Record<string, string> = {}) => metricValue(await (await fetch(`${url}/metrics`)).text(), name, labels);
+  const afterRefusal = await eventually('the refusal\'s audit row counted as lost, or the HTTP front-end gone',
+    async () => {
+      try {
+        return { lost: await metric('updater_admin_audit_rows_lost_total'), httpRestarts: await metric('updater_actor_restarts_total', { actor: 'http' }) };
+      } catch {
+        return { httpDown: true }; // nobody answers on the HTTP port
+      }
+    },
+    (m) => 'httpDown' in m || m.lost >= 1 || m.httpRestarts >= 1, 30_000);
+  t.same(afterRefusal, { lost: 1, httpRestarts: 0 }, 'the audit row is counted as lost and the HTTP front-end runs on');
   const answered = await heartbeat(url, v2.hash, 'app');
   t.equal(answered.status, 200, 'a device on the target is still answered, from the front-end\'s last decisions');
   t.equal(answered.json.update_available, false);

@@ -22,11 +22,22 @@ const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0
 
 /** The fleet actor's side of the audit log. */
 export interface AuditSink {
-  /** Fire-and-forget rows (refusals, and every row without `begin`). */
-  send(records: AuditRecord[]): void;
+  /** Rows not awaited (refusals, and every row without `begin`); rejects when they could not be handed over. */
+  send(records: AuditRecord[]): Promise<void>;
   /** Commits a change's row before the change; its id. */
   begin(record: AuditRecord): Promise<number>;
-  end(id: number, status: number, detail: string): void;
+  /** Fills in a change's answer, not awaited; rejects as `send` does. */
+  end(id: number, status: number, detail: string): Promise<void>;
+}
+
+/**
+ * Told of rows that could not be handed to the fleet actor (restarting, waiting for its
+ * database, or too slow): `first` for the first loss after rows went through.
+ */
+export interface AuditLosses {
+  lost(rows: number, err: unknown, first: boolean): void;
+  /** Rows went through again after losses. */
+  recovered(): void;
 }
 
 /** Whether a request with this method and answer is recorded. */
@@ -40,8 +51,15 @@ export class AdminAudit {
   private throttled: { first: AuditRecord; count: number } | undefined;
   private throttledTimer: NodeJS.Timeout | undefined;
 
+  /** Whether the last rows handed over were lost. */
+  private losing = false;
+
   /** `fleet` hands rows to the fleet actor; undefined when there is no fleet actor (and so no audit log). */
-  constructor(private readonly fleet: AuditSink | undefined, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly fleet: AuditSink | undefined,
+    private readonly losses: AuditLosses = { lost: () => undefined, recovered: () => undefined },
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /**
    * A change about to be made: resolves with its row's id once the row is committed (undefined
@@ -60,7 +78,7 @@ export class AdminAudit {
 
   /** The answer to a change `begin` recorded. */
   end(id: number, status: number, detail: string): void {
-    this.fleet?.end(id, status, clip(detail, MAX_DETAIL));
+    if (this.fleet) this.handOver(this.fleet.end(id, status, clip(detail, MAX_DETAIL)), 1);
   }
 
   record(who: Principal | null, method: string, path: string, status: number, detail: string): void {
@@ -95,7 +113,24 @@ export class AdminAudit {
     if (this.pending.length === 0) return;
     const rows = this.pending;
     this.pending = [];
-    this.fleet?.send(rows);
+    if (this.fleet) this.handOver(this.fleet.send(rows), rows.length);
+  }
+
+  /**
+   * Settles a hand-over nobody awaits. A rejection left alone would end the HTTP front-end (an
+   * unhandled rejection is an uncaught exception): a refused request while the fleet actor is
+   * away must cost its audit row, not every connection of the thread. A change whose answer is
+   * lost keeps its row at status 0, which the audit log already reads as "never recorded".
+   */
+  private handOver(handed: Promise<void>, rows: number): void {
+    handed.then(() => {
+      if (!this.losing) return;
+      this.losing = false;
+      this.losses.recovered();
+    }, (err: unknown) => {
+      this.losses.lost(rows, err, !this.losing);
+      this.losing = true;
+    });
   }
 
   /** True when the 429 is counted into a later row; false when it opens a window and is written itself. */

@@ -55,11 +55,22 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
   const { ctx, metrics } = deps;
   const { admin } = ctx.config;
   const auth = new OperatorAuth(new AdminAuth(admin.token, admin.authFailureBurst, admin.authFailureRefillPerSecond));
+  const auditLost = new Counter({
+    name: 'updater_admin_audit_rows_lost_total',
+    help: 'Audit rows (refusals, and the answers of changes) that could not be handed to the fleet actor: restarting, waiting for its database, or too slow',
+    registers: [ctx.registry],
+  });
   const audit = new AdminAudit(ctx.config.fleet.enabled ? {
-    send: (rows) => ctx.peer('fleet').audit(rows),
+    send: (rows) => ctx.call('fleet', (f) => f.audit(rows)),
     begin: (row) => ctx.call('fleet', (f) => f.auditBegin(row)),
-    end: (id, status, detail) => ctx.peer('fleet').auditEnd(id, status, detail),
-  } : undefined);
+    end: (id, status, detail) => ctx.call('fleet', (f) => f.auditEnd(id, status, detail)),
+  } : undefined, {
+    lost(rows, err, first) {
+      auditLost.inc(rows);
+      if (first) ctx.log.warn({ err, rows }, 'audit rows could not be handed to the fleet actor; counting the lost ones until they can');
+    },
+    recovered: () => ctx.log.warn('audit rows are handed to the fleet actor again'),
+  });
   if (ctx.config.fleet.enabled) syncOperatorTokens(auth, (known) => ctx.call('fleet', (f) => f.operatorTokens(known)), ctx.log);
   const failures = new Counter({
     name: 'updater_admin_auth_failures_total',

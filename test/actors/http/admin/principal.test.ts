@@ -5,6 +5,7 @@ import { CONFIG_PRINCIPAL, newOperatorToken, OperatorAuth, tokenHash } from '../
 import { AdminAudit, audited } from '../../../../src/actors/http/admin/audit.js';
 import type { AuditRecord, OperatorTokenEntry } from '../../../../src/messages/operators.js';
 import { ADMIN_ROUTE_ROLES, roleAllows, roleDocTable, ROLES, routesOf } from '../../../../src/shared/admin-roles.js';
+import { UpdaterError } from '../../../../src/shared/errors.js';
 
 const CONFIGURED = 'a-valid-admin-token-of-more-than-32-chars';
 const NOW_S = 1_800_000_000;
@@ -90,7 +91,7 @@ t.test('the audit keeps changes and refusals, and writes a flood of 429s as one 
   for (const status of [401, 403, 429]) t.equal(audited('GET', status), true, `a GET refused with ${status}`);
   t.equal(audited('POST', 400), true, 'a change refused for its body');
   const sent: AuditRecord[] = [];
-  const audit = new AdminAudit({ send: (rows) => sent.push(...rows), begin: async () => 1, end: () => undefined }, () => NOW_S * 1000);
+  const audit = new AdminAudit({ send: async (rows) => void sent.push(...rows), begin: async () => 1, end: async () => undefined }, undefined, () => NOW_S * 1000);
   for (let i = 0; i < 1000; i++) audit.record(null, 'GET', '/admin/artifacts', 429, 'unknown, revoked or malformed token');
   audit.record(CONFIG_PRINCIPAL, 'POST', '/admin/gc', 200, '');
   audit.flush(true);
@@ -99,4 +100,33 @@ t.test('the audit keeps changes and refusals, and writes a flood of 429s as one 
   t.equal(throttled[0]!.detail, 'unknown, revoked or malformed token');
   t.match(throttled[1]!.detail, /^999 requests refused with 429 within a second/);
   t.same(sent.find((r) => r.status === 200), { at: NOW_S, token_id: 'config', token_name: 'config', role: 'admin', method: 'POST', path: '/admin/gc', status: 200, detail: '' });
+});
+
+t.test('audit rows that cannot be handed over are counted as lost, and nothing is left unhandled', async (t) => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  t.teardown(() => void process.off('unhandledRejection', onUnhandled));
+  let away = true;
+  const hand = async () => {
+    if (away) throw new UpdaterError('ACTOR_TIMEOUT', 'fleet audit did not answer within 5000 ms');
+  };
+  const told: string[] = [];
+  const audit = new AdminAudit({ send: hand, begin: async () => 1, end: hand }, {
+    lost: (rows, _err, first) => told.push(`lost ${rows}${first ? ' first' : ''}`),
+    recovered: () => told.push('recovered'),
+  }, () => NOW_S * 1000);
+  const settled = () => new Promise((r) => setImmediate(r));
+  audit.record(null, 'GET', '/admin/devices', 401, 'no token');
+  audit.record(null, 'GET', '/admin/audit', 401, 'no token');
+  audit.flush();
+  await settled();
+  audit.end(7, 200, 'published');
+  await settled();
+  away = false;
+  audit.record(null, 'GET', '/admin/devices', 401, 'no token');
+  audit.flush();
+  await settled();
+  t.same(told, ['lost 2 first', 'lost 1', 'recovered'], 'two refusals lost together, then a change\'s answer; then they go through again');
+  t.same(unhandled, [], 'no rejection was left unhandled');
 });
