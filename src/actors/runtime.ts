@@ -55,7 +55,14 @@ export async function runActor(setup: (ctx: ActorContext) => Promise<OwnApi<Cont
     const old = peers.get(peer);
     if (old) releaseRemote(old.remote);
     const remote = wrapPort(link);
-    peers.set(peer, { remote, peer: withDeadlines(remote, PEER_DEADLINES_MS[peer] as Record<string, number>, peer) });
+    const entry = { remote, peer: withDeadlines(remote, PEER_DEADLINES_MS[peer] as Record<string, number>, peer, link) };
+    peers.set(peer, entry);
+    // The peer's thread ended (a crash, a start refused): until the supervisor connects its
+    // successor, calls to it fail at once with ACTOR_UNAVAILABLE instead of each waiting out
+    // its deadline on a port nobody reads.
+    link.once('close', () => {
+      if (peers.get(peer) === entry) peers.delete(peer);
+    });
     for (const listener of listeners) listener(peer);
   };
   port.on('message', (message: SupervisorToActor) => {

@@ -39,13 +39,24 @@ export function releaseRemote(remote: Remote<unknown>): void {
   }
 }
 
-/** Rejects with ACTOR_TIMEOUT when a cross-actor call does not settle in time. */
-export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+type Abandon = (err: UpdaterError) => void;
+
+/**
+ * Rejects with ACTOR_TIMEOUT when a cross-actor call does not settle in time. `open`: the
+ * calls of the same link still waiting, which its end rejects at once (withDeadlines).
+ */
+export function withDeadline<T>(promise: Promise<T>, ms: number, what: string, open?: Set<Abandon>): Promise<T> {
   let timer: NodeJS.Timeout;
+  let abandon!: Abandon;
   const timeout = new Promise<never>((_, reject) => {
+    abandon = reject;
     timer = setTimeout(() => reject(new UpdaterError('ACTOR_TIMEOUT', `${what} did not answer within ${ms} ms`)), ms);
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  open?.add(abandon);
+  return Promise.race([promise, timeout]).finally(() => {
+    clearTimeout(timer);
+    open?.delete(abandon);
+  });
 }
 
 /** The methods of an API (what a peer may call). */
@@ -66,12 +77,24 @@ export type Peer<Api> = {
 /**
  * A remote whose every method rejects with ACTOR_TIMEOUT after its own deadline. Built once
  * per connection: one function per method, so a call costs no more than before.
+ *
+ * With the link's `port`: once it closes (the thread at its other end ended, or the link was
+ * replaced), the calls still waiting and every later one reject at once with
+ * ACTOR_UNAVAILABLE. Their answers can no longer come, and each would otherwise hold its
+ * caller (an operator's request, a device's) for its whole deadline.
  */
-export function withDeadlines<Api>(remote: Remote<Api>, deadlines: Deadlines<Api>, who: string): Peer<Api> {
+export function withDeadlines<Api>(remote: Remote<Api>, deadlines: Deadlines<Api>, who: string, port?: MessagePort): Peer<Api> {
   const methods = remote as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const open = new Set<Abandon>();
+  let gone: UpdaterError | undefined;
+  port?.once('close', () => {
+    gone = new UpdaterError('ACTOR_UNAVAILABLE', `${who} went away before it answered`);
+    for (const abandon of open) abandon(gone);
+    open.clear();
+  });
   return Object.fromEntries(Object.entries(deadlines as Record<string, number>).map(([method, ms]) => {
     const what = `${who} ${method}`;
-    return [method, (...args: unknown[]) => withDeadline(Promise.resolve(methods[method]!(...args)), ms, what)];
+    return [method, (...args: unknown[]) => (gone ? Promise.reject(gone) : withDeadline(Promise.resolve(methods[method]!(...args)), ms, what, open))];
   })) as Peer<Api>;
 }
 

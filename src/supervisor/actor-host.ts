@@ -122,7 +122,7 @@ export class ActorHost {
     worker.off('error', preloaded.onError);
     this.worker = worker;
     this.controlRemote = wrapPort<ControlApi>(controlPort);
-    this.control = withDeadlines(this.controlRemote, CONTROL_DEADLINES_MS, this.name);
+    this.control = withDeadlines(this.controlRemote, CONTROL_DEADLINES_MS, this.name, controlPort);
     const deadline = READY_DEADLINE_MS[this.name];
     try {
       await new Promise<void>((resolve, reject) => {

@@ -70,6 +70,10 @@ t.test('actors that crash while the database is away are started again once it i
   t.equal(answered.status, 200, 'a device on the target is still answered, from the front-end\'s last decisions');
   t.equal(answered.json.update_available, false);
   t.notOk(supervisor.actor('fleet')!.ready, 'the fleet actor is not running meanwhile');
+  const refused = await adminCall(url, 'POST', '/admin/artifacts', { name: 'app', version: '3', binary: v1.path });
+  t.equal(refused.status, 503, 'an admin write is refused meanwhile');
+  // At once, since the fleet actor is known to be away; not after its audit call's deadline.
+  t.match(refused.json.error?.message, /fleet (is not connected|went away before it answered)/, 'for the reason that the fleet actor is away');
 
   await relay.restore();
   await eventually('the fleet actor and the manifester run again', async () => [supervisor.actor('fleet')!.ready, supervisor.actor('manifester')!.ready], (r) => r.every(Boolean), 30_000);
