@@ -1,5 +1,6 @@
-// Lint: typescript-eslint's recommended rules and the import rule of docs/architecture.md
-// ("Import rule"):
+// Lint: typescript-eslint's recommended rules, no floating promise in the server and the agent
+// (type-aware, so those files are read with the compiler's view), and the import rule of
+// docs/architecture.md ("Import rule"):
 //   - an actor (src/actors/<name>/) imports only src/messages/, src/shared/, its own folder and
 //     the actor runtime beside it (src/actors/runtime.ts), never another actor's folder; the one
 //     exception is the diff pool, the store-keeper's own worker pool, whose pool.ts the
@@ -64,6 +65,14 @@ export default tseslint.config(
       'no-undef': 'off',
       'no-redeclare': 'off',
     },
+  },
+  {
+    // A promise nobody settles in the server or the agent: its rejection would be an uncaught
+    // exception, and end an actor's thread (an audit row lost once ended the HTTP front-end)
+    // or the agent. Settle it (await, .catch) or say it is settled elsewhere (void).
+    files: ['src/**/*.ts', 'agent/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: { '@typescript-eslint/no-floating-promises': ['error', { ignoreVoid: true }] },
   },
   {
     // No import cycle anywhere (lint/no-cycle.js), type-only imports included.

@@ -75,7 +75,8 @@ await runActor(async (ctx) => {
       metrics.dropped('overloaded');
       return;
     }
-    handle(req, res).finally(() => inFlight.leave());
+    // The handler answers its own failures; one that escapes it must not end the thread.
+    handle(req, res).catch((err) => ctx.log.error({ err }, 'coap request failed outside its route')).finally(() => inFlight.leave());
   });
   server.on('error', (err: Error) => ctx.log.error({ err }, 'coap socket error'));
 
