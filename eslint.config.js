@@ -1,5 +1,5 @@
-// Lint: typescript-eslint's recommended rules, no floating promise in the server and the agent
-// (type-aware, so those files are read with the compiler's view), and the import rule of
+// Lint: typescript-eslint's recommended rules, no floating or misused promise in the server and
+// the agent (type-aware, so those files are read with the compiler's view), and the import rule of
 // docs/architecture.md ("Import rule"):
 //   - an actor (src/actors/<name>/) imports only src/messages/, src/shared/, its own folder and
 //     the actor runtime beside it (src/actors/runtime.ts), never another actor's folder; the one
@@ -72,7 +72,11 @@ export default tseslint.config(
     // or the agent. Settle it (await, .catch) or say it is settled elsewhere (void).
     files: ['src/**/*.ts', 'agent/**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
-    rules: { '@typescript-eslint/no-floating-promises': ['error', { ignoreVoid: true }] },
+    rules: {
+      '@typescript-eslint/no-floating-promises': ['error', { ignoreVoid: true }],
+      // A promise handed where nothing settles it (a callback typed to return void).
+      '@typescript-eslint/no-misused-promises': ['error', { checksConditionals: false, checksSpreads: false }],
+    },
   },
   {
     // No import cycle anywhere (lint/no-cycle.js), type-only imports included.

@@ -206,10 +206,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     stats.reports++;
   };
 
-  const rssTimer = setInterval(async () => {
+  const rssTimer = setInterval(() => {
     if (options.sampleRss === false) return;
-    const bytes = await readServerRss(options.url);
-    if (bytes !== undefined) rss.push({ atSeconds: stats.elapsedSeconds(), bytes });
+    // readServerRss settles with undefined on any failure.
+    void readServerRss(options.url).then((bytes) => {
+      if (bytes !== undefined) rss.push({ atSeconds: stats.elapsedSeconds(), bytes });
+    });
   }, 1000);
   let lastLine = { at: 0, heartbeats: 0 };
   const progressTimer = setInterval(() => {

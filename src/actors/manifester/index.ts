@@ -51,7 +51,7 @@ await runActor(async (ctx) => {
     tracks.all().flatMap((t) => (t.rollout ? [{ artifact: t.key, percent: t.rollout.percent, state: t.rollout.state }] : [])));
   // Offers reach the fleet actor so that only the reports of devices offered a target count toward its rollout.
   const offers = config.fleet.enabled
-    ? new OfferFeed((batch) => ctx.call('fleet', (f) => f.recordOffers(batch)).catch((err) => ctx.log.warn({ err }, 'rollout offers not handed to the fleet actor')))
+    ? new OfferFeed((batch) => void ctx.call('fleet', (f) => f.recordOffers(batch)).catch((err) => ctx.log.warn({ err }, 'rollout offers not handed to the fleet actor')))
     : undefined;
   const manifester = new Manifester(config, ctx.log, tracks, view, signed, requests, metrics, statements, offers);
 

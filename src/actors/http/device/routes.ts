@@ -51,8 +51,10 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
     }
     allowed.set(path, method === 'get' ? ['GET', 'HEAD'] : ['POST']);
   };
+  // `fail` answers a handler's failure; a throw from `finish` or `fail` themselves is the server's own fault, logged.
   const route: DeviceRoute = (method, path, name, handler) =>
-    register(method, path, name, (ex, req, certifiedId, finish, fail) => handler(ex, req, certifiedId).then(finish, fail));
+    register(method, path, name, (ex, req, certifiedId, finish, fail) => void handler(ex, req, certifiedId).then(finish, fail)
+      .catch((err) => ctx.log.error({ err, route: name }, 'request failed after its answer')));
   const allowed = new Map<string, string[]>();
 
   const logReport = createReportLog(ctx.log, ctx.registry);
