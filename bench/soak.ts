@@ -13,6 +13,8 @@ import { SQLITE_PAGE_CACHE_KIB } from '../src/shared/database/connect.js';
 import { bucketPercentiles, liveReading, procMemory, rolloutStates, scrape, type BucketSummary, type LiveReading, type Scrape } from './soak/scrape.js';
 import { databaseBytes, readInventory, SEEDED_DEVICES, seedInventory } from './soak/inventory.js';
 import { startSoakServer, type SoakShape } from './soak/server.js';
+import { snapshotBoundBytes } from './soak/snapshot-bound.js';
+import { formatsOffered } from '../src/shared/delta-formats.js';
 import { deviceAuthRecord, judgeDeviceAuth, type SoakDeviceAuth } from './soak/device-auth.js';
 import { fillReadings, judgePlateau, mbText, type FillReading, type PlateauVerdict } from './soak/verdict.js';
 
@@ -37,10 +39,6 @@ const BSDIFF_NODE_FACTOR = 21;
  * semispaces of a third of their 32 MiB cap each (src/supervisor/actor-host.ts, docs/memory.md).
  */
 const HOT_THREADS_YOUNG_BYTES = 3 * Math.round((2 / 3) * 32 * MB);
-/** The soak's front-ends (HTTP and CoAP), each holding a decision snapshot. */
-const FRONT_ENDS = 2;
-/** One answer in a front-end's decision snapshot, its key and map entry (docs/memory.md). */
-const SNAPSHOT_ANSWER_BYTES = 1024;
 export const LATENCY_GOAL_P99_MS = 20;
 /** As deploy/updater.service sets them: the main thread's young generation capped (docs/memory.md). */
 const MAIN_THREAD_NODE_OPTIONS = '--max-semi-space-size=4';
@@ -131,6 +129,8 @@ export interface SoakResult {
   readonly latencyGoalMet: boolean;
   readonly idleBytes: number;
   readonly boundBytes: number;
+  /** The front-ends' decision snapshots (updater_decision_snapshot_bytes, both summed): their peak over the run, and the part of boundBytes that counts them. */
+  readonly snapshots: { readonly peakBytes: number; readonly boundBytes: number };
   readonly fill: { readonly seconds: number; readonly readings: readonly FillReading[] };
   readonly plateau: PlateauVerdict;
   readonly load: LoadSummary;
@@ -181,8 +181,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await new Promise((r) => setTimeout(r, 3000));
     const idle = (await scrape(server.url, at()))?.rss ?? 0;
     const s = o.shape;
-    // Each front-end's decision snapshot: a copy of every signed answer and two answers per track (docs/memory.md).
-    const snapshotBytes = FRONT_ENDS * (s.manifestCacheSize + 2 * s.tracks) * SNAPSHOT_ANSWER_BYTES;
+    // Each front-end's decision snapshot (docs/memory.md), with every version the publisher can
+    // add before the plateau's last sample.
+    const publishes = o.publishEverySeconds > 0 ? Math.ceil((o.fillMaxSeconds + o.windowSeconds + 60) / o.publishEverySeconds) : 0;
+    const snapshotBytes = snapshotBoundBytes(s, { publishes, rollouts: publishes > 0, formats: formatsOffered(s.deltaEngine).length });
     const boundBytes = idle + (s.targetCacheMb + s.hotCacheMb) * MB + s.manifestCacheSize * 500 + snapshotBytes
       + s.deltaConcurrency * (DIFF_THREAD_BASELINE_MB * MB + (s.deltaEngine === 'bsdiff-node' ? BSDIFF_NODE_FACTOR * s.binaryBytes : 0)) + 2.125 * s.fleetBufferMb * MB + SQLITE_PAGE_CACHE_KIB * 1024
       // The store-keeper's dead buffers before its collector runs (docs/memory.md, "Dead buffers").
@@ -253,7 +255,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     readings = allReadings();
     if (inventoryPending()) readings.push(pageCacheReading(0));
     const fillSeconds = at() - fillStart;
-    o.log(`decision snapshots: peak ${samples.reduce((m, x) => Math.max(m, x.decisionSnapshots), 0)} of the ${snapshotBytes} bytes counted in the bound`);
+    const snapshotPeak = () => samples.reduce((m, x) => Math.max(m, x.decisionSnapshots), 0);
+    o.log(`decision snapshots: peak ${snapshotPeak()} of the ${snapshotBytes} bytes counted in the bound`);
     o.log(`fill ${readings.every((r) => r.filled) ? 'complete' : 'INCOMPLETE'} after ${fillSeconds.toFixed(0)} s: ${readings.map((r) => `${r.budget} ${r.peak}/${r.limit}`).join(', ')}`);
     for (const child of children) child.send({ type: 'filled' });
     const plateauStart = samples.length;
@@ -289,7 +292,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const serverLatency: Record<string, BucketSummary> = {};
     if (last) for (const t of ['http', 'coap'] as const) serverLatency[`${t}_heartbeat`] = bucketPercentiles(first?.serverHeartbeat[t], last.serverHeartbeat[t]);
     const plateau = judgePlateau(plateauSamples, { boundBytes, rssFloorBytesPerMinute: o.limits.rssFloorMbPerMin * MB, actorHeapBytesPerMinute: o.limits.actorHeapMbPerMin * MB }, { start: liveStart, end: liveEnd });
-    const load = summarizeLoad(reports.plateau, s.deltaEngine === 'native' ? ['bsdiff40', 'bsdiff-lzma'] : ['bsdiff40']);
+    const load = summarizeLoad(reports.plateau, formatsOffered(s.deltaEngine));
     const reasons = [...plateau.reasons];
     for (const r of readings) if (!r.filled) reasons.push(`budget ${r.budget} was not filled (${r.gauge} peaked at ${r.peak} of ${r.limit})`);
     reasons.push(...load.failures);
@@ -300,6 +303,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const verdict = invalid.length > 0 ? 'INVALID' : reasons.length === 0 ? 'PASS' : 'FAIL';
     return {
       verdict, reasons: verdict === 'INVALID' ? [...invalid, ...reasons] : reasons, ...(cores ? { cores } : {}), latencyGoalMet, idleBytes: idle, boundBytes,
+      snapshots: { peakBytes: snapshotPeak(), boundBytes: snapshotBytes },
       fill: { seconds: fillSeconds, readings }, plateau, load, serverLatency, hostile, cpus: plan?.description ?? 'not pinned', proc: { ...(procStart ? { start: procStart } : {}), ...(procEnd ? { end: procEnd } : {}) }, loadAverage: { start: loadAverageStart, end: loadavg() },
       ...(rollouts ? { rollouts } : {}),
       ...(deviceAuth ? { deviceAuth } : {}),

@@ -50,6 +50,10 @@ t.test('the same quick soak passes its memory judgement without the leak', async
   // runs the rest of the suite sees the native allocator still growing (bench/results/2026-11-27-suite-notes.md).
   t.comment(`RSS floor ${(result.plateau.rssFloorBytesPerMinute / 1048576).toFixed(1)} MB/min, peak ${(result.plateau.peakBytes / 1048576).toFixed(0)} of ${(result.boundBytes / 1048576).toFixed(0)} MB`);
   t.ok(result.fill.readings.every((r) => r.filled), 'every budget was filled first');
+  // The snapshots hold the binaries and finished transfers beside the answers: the formula of
+  // docs/memory.md counts all three, and the front-ends' own gauge stays within it.
+  const { snapshots } = result;
+  t.ok(snapshots.peakBytes > 0 && snapshots.peakBytes <= snapshots.boundBytes, `the decision snapshots stayed within their documented bound (${snapshots.peakBytes} of ${snapshots.boundBytes} bytes)`);
   const offers = result.load.deltaOffers;
   t.ok((offers.bsdiff40 ?? 0) > 0 && (offers['bsdiff-lzma'] ?? 0) > 0, `deltas of both patch formats were served through the plateau (${JSON.stringify(offers)})`);
 });
