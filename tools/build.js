@@ -87,8 +87,11 @@ if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== inputs) {
 const BUNDLED_PACKAGES = new Set(['kysely', 'zod', 'prom-client', 'pino', 'comlink', 'pg', 'yaml', 'hdr-histogram-js', 'cbor-x', 'coap', 'coap-packet']);
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const external = Object.keys(packageJson.dependencies).filter((name) => !BUNDLED_PACKAGES.has(name)).flatMap((name) => [name, `${name}/*`]);
+// prom-client's index, as the bundles import it, is tools/bundle/prom-client.cjs: the same exports, loaded on first use.
+const promClientShim = join(root, 'tools', 'bundle', 'prom-client.cjs');
+const lazyPromClient = { name: 'lazy-prom-client', setup: (b) => b.onResolve({ filter: /^prom-client$/ }, () => ({ path: promClientShim })) };
 const actorsDir = join(dist, 'src', 'actors');
-const newestSource = Math.max(mtime(join(root, 'package-lock.json')), mtime(fileURLToPath(import.meta.url)),
+const newestSource = Math.max(mtime(join(root, 'package-lock.json')), mtime(fileURLToPath(import.meta.url)), mtime(promClientShim),
   ...[...filesUnder('dist/src'), ...filesUnder('dist/agent')].filter((f) => f.endsWith('.js')).map(mtime));
 const actors = existsSync(actorsDir) ? readdirSync(actorsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => join(actorsDir, e.name)) : [];
 for (const dir of [...actors, join(dist, 'agent')]) {
@@ -100,5 +103,6 @@ for (const dir of [...actors, join(dist, 'agent')]) {
   }
   if (mtime(bundle) > newestSource) continue;
   await build({ entryPoints: [entry], outfile: bundle, bundle: true, platform: 'node', format: 'esm', target: 'node20', external: [...external, 'pg-native', 'cbor-extract'], logLevel: 'warning',
+    plugins: [lazyPromClient],
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" } });
 }
