@@ -41,15 +41,28 @@ async function publish(track: string, version: string, binary: string, rollout?:
 }
 
 
-/** The full-mode answer a device of this id on an unknown build gets (it may take a moment to be ready). */
-async function signedAnswerFor(deviceId: string, track: string): Promise<ManifestWire> {
-  const unknown = randomHash();
+/**
+ * The signed answer a device of this id on `running` gets (it may take a moment to be ready). By
+ * default, on an unknown build: the full-mode answer.
+ */
+async function signedAnswerFor(deviceId: string, track: string, running = randomHash(), deltaFormats?: string[]): Promise<ManifestWire> {
   for (let i = 0; i < 120; i++) {
-    const { json } = await deviceHeartbeat(server.url, deviceId, unknown, track);
+    const { json } = await deviceHeartbeat(server.url, deviceId, running, track, deltaFormats);
     if (json.signature) return json;
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error('no signed answer');
+}
+
+/** The patch formats an agent asks for by default (agent/config-schema.ts). */
+const AGENT_FORMATS = ['bsdiff-lzma', 'bsdiff40'];
+
+/**
+ * Has the server make the patch the agent is about to ask for: otherwise its first cycle is
+ * only told to come back (retry_after), a whole agent process for nothing.
+ */
+async function patchReady(deviceId: string, track: string, running: string): Promise<void> {
+  await signedAnswerFor(deviceId, track, running, AGENT_FORMATS);
 }
 
 function refusal(run: AgentRun): any {
@@ -92,6 +105,7 @@ for (const transport of ['http', 'coap'] as const) {
     await publish(track, '2.0.0', v2.path);
     const attacker = await attackerFor(t, transport);
     const device = await makeDevice(fixture, attacker.httpUrl, v1Bytes, { artifact: track, ...attacker.overrides });
+    await patchReady('device-0001', track, v1.hash);
     await runUntilRunning(t, device, v2.hash, 'v1 to v2');
     const onV2 = (await device.readState()).releaseSequence;
     t.ok(onV2 > capturedV1.release!.sequence, 'the sequence of v2 was recorded with the swap');
@@ -128,6 +142,7 @@ for (const transport of ['http', 'coap'] as const) {
 
     await t.test('an operator rollback (v1 published again) installs: it has a higher sequence', async (t) => {
       await publish(track, '1.0.1', v1.path);
+      await patchReady('device-0001', track, v2.hash);
       await runUntilRunning(t, device, v1.hash, 'v2 back to v1');
       t.ok((await device.readState()).releaseSequence > onV2);
     });
@@ -136,9 +151,11 @@ for (const transport of ['http', 'coap'] as const) {
       await publish(track, '3.0.0', v3.path, { steps: [50, 100], step_interval: '1h', max_failure_rate: 0.5, min_reports: 100 });
       const inside = cohortIds(v3.hash, 50, true, 1, `${transport}-in`)[0]!;
       const taker = await makeDevice(fixture, attacker.httpUrl, v1Bytes, { artifact: track, device_id: inside, ...attacker.overrides });
+      await patchReady(inside, track, v1.hash);
       await runUntilRunning(t, taker, v3.hash, 'the cohort device takes v3');
       const capturedV3 = await signedAnswerFor(inside, track);
       t.equal((await adminCall(server.url, 'POST', '/admin/rollout', { artifact: track, action: 'abort', rollback: true })).status, 200);
+      await patchReady(inside, track, v3.hash);
       await runUntilRunning(t, taker, v1.hash, 'the rollback');
       // The aborted target's answer, replayed, no longer takes it forward again.
       t.equal(capturedV3.target_hash, v3.hash);

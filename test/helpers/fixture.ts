@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, hash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -50,7 +50,8 @@ export function firmware(size: number, seed: string): Buffer {
   const out = Buffer.allocUnsafe(size);
   let block = createHash('sha256').update(seed).digest();
   for (let offset = 0; offset < size; offset += 32) {
-    block = createHash('sha256').update(block).digest();
+    // The one-shot hash: the same bytes at half the CPU of a Hash object per 32 bytes.
+    block = hash('sha256', block, 'buffer');
     block.copy(out, offset, 0, Math.min(32, size - offset));
   }
   return out;

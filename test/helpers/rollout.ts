@@ -3,7 +3,7 @@ import { postJson } from './http.js';
 
 // Heartbeats from named devices, and device ids chosen inside or outside a rollout's cohort.
 
-export async function deviceHeartbeat(baseUrl: string, deviceId: string, versionHash: string, artifact?: string): Promise<{ status: number; json: any }> {
+export async function deviceHeartbeat(baseUrl: string, deviceId: string, versionHash: string, artifact?: string, deltaFormats?: string[]): Promise<{ status: number; json: any }> {
   return postJson(`${baseUrl}/heartbeat`, {
     device_id: deviceId,
     version_hash: versionHash,
@@ -11,6 +11,7 @@ export async function deviceHeartbeat(baseUrl: string, deviceId: string, version
     timestamp: Math.floor(Date.now() / 1000),
     version: '1.0.0',
     ...(artifact !== undefined ? { artifact } : {}),
+    ...(deltaFormats ? { delta_formats: deltaFormats } : {}),
   });
 }
 

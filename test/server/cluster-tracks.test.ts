@@ -7,11 +7,15 @@ import { deviceHeartbeat } from '../helpers/rollout.js';
 
 // Three replicas over one PostgreSQL database and one shared store directory (docs/scaling.md).
 
-// Three replica starts per test: more than tap's 180 s on a loaded machine.
+// Three replica starts: more than tap's 180 s on a loaded machine.
 t.setTimeout(480_000);
 
+// One cluster for both tests: a bring-up costs three replica starts. Each test has a track,
+// binaries and device ids of its own, and counts generations as a difference, so neither
+// can pass on what the other left behind.
+const cluster = await startCluster(t, 3);
+
 t.test('a change made on one replica is answered by the others within a second', async (t) => {
-  const cluster = await startCluster(t, 3);
   const [a, b, c] = cluster.replicas as [typeof cluster.replicas[0], typeof cluster.replicas[0], typeof cluster.replicas[0]];
   const v1 = await cluster.fixture.writeBinary('v1.bin', firmware(200_000, 'cluster-1'));
   const v2 = await cluster.fixture.writeBinary('v2.bin', nextVersion(firmware(200_000, 'cluster-1'), 'cluster-2'));
@@ -60,24 +64,25 @@ t.test('a change made on one replica is answered by the others within a second',
 });
 
 t.test('a new pair asked for by 100 devices across the replicas is generated once', async (t) => {
-  const cluster = await startCluster(t, 3);
+  const generated = async () => (await Promise.all(cluster.replicas.map(async (r) =>
+    metricValue(await (await fetch(`${r.url}/metrics`)).text(), 'updater_delta_generations_total', { kind: 'delta', result: 'ok' }))));
+  const before = await generated();
   const base = firmware(2_000_000, 'once-1');
-  const v1 = await cluster.fixture.writeBinary('v1.bin', base);
-  const v2 = await cluster.fixture.writeBinary('v2.bin', nextVersion(base, 'once-2'));
+  const v1 = await cluster.fixture.writeBinary('once-v1.bin', base);
+  const v2 = await cluster.fixture.writeBinary('once-v2.bin', nextVersion(base, 'once-2'));
   const first = cluster.replicas[0]!;
-  t.equal((await adminCall(first.url, 'POST', '/admin/artifacts', { name: 'app', version: '1', binary: v1.path })).status, 200);
-  t.equal((await adminCall(first.url, 'POST', '/admin/artifacts', { name: 'app', version: '2', binary: v2.path })).status, 200);
-  await eventually('v2 everywhere', () => Promise.all(cluster.replicas.map((r) => trackOf(r.url, 'app'))), (ts) => ts.every((tr) => tr?.hash === v2.hash), 10_000);
+  t.equal((await adminCall(first.url, 'POST', '/admin/artifacts', { name: 'once', version: '1', binary: v1.path })).status, 200);
+  t.equal((await adminCall(first.url, 'POST', '/admin/artifacts', { name: 'once', version: '2', binary: v2.path })).status, 200);
+  await eventually('v2 everywhere', () => Promise.all(cluster.replicas.map((r) => trackOf(r.url, 'once'))), (ts) => ts.every((tr) => tr?.hash === v2.hash), 10_000);
 
   // 100 devices at once, spread over the three replicas, all on v1.
   const answers = await Promise.all(Array.from({ length: 100 }, (_, i) =>
-    deviceHeartbeat(cluster.replicas[i % 3]!.url, `dev-${i}`, v1.hash, 'app')));
+    deviceHeartbeat(cluster.replicas[i % 3]!.url, `once-dev-${i}`, v1.hash, 'once')));
   t.ok(answers.every((a) => a.status === 200 && a.json.target_hash === v2.hash), 'every device is answered with v2');
-  const manifests = await Promise.all(cluster.replicas.map((r) => heartbeatUntilSigned(r.url, v1.hash, 'app', 120_000)));
+  const manifests = await Promise.all(cluster.replicas.map((r) => heartbeatUntilSigned(r.url, v1.hash, 'once', 120_000)));
   t.equal(new Set(manifests.map((m) => m.delta_hash)).size, 1, 'every replica offers the same delta');
 
-  const generations = await Promise.all(cluster.replicas.map(async (r) =>
-    metricValue(await (await fetch(`${r.url}/metrics`)).text(), 'updater_delta_generations_total', { kind: 'delta', result: 'ok' })));
+  const generations = (await generated()).map((n, i) => n - before[i]!);
   t.comment(`delta generations per replica: ${generations.join(', ')}`);
   t.equal(generations.reduce((s, n) => s + n, 0), 1, 'exactly one delta generation in the cluster');
 });

@@ -8,7 +8,7 @@ import { adminCall } from '../helpers/admin.js';
 import { ADMIN_TOKEN, firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { heartbeat, heartbeatUntilSigned } from '../helpers/http.js';
 import { configDocument, runUpdater, startTestServer, writeConfig } from '../helpers/server.js';
-import { makeTestPki } from '../helpers/tls.js';
+import { makeTestPki, type TestPki } from '../helpers/tls.js';
 import { needs } from '../helpers/system-tools.js';
 
 // HTTPS for devices, the admin API on a listener of its own, and the agent verifying the
@@ -17,10 +17,18 @@ import { needs } from '../helpers/system-tools.js';
 
 const run = promisify(execFile);
 
+// One private CA and server certificate for the file, made on first use (after needs() let a
+// test run): the tests only read them, and each making is four openssl runs.
+let sharedPki: Promise<TestPki> | undefined;
+const testPki = () => (sharedPki ??= makeFixture('updater-tls-pki-').then((fixture) => {
+  t.teardown(() => fixture.cleanup());
+  return makeTestPki(fixture.dir);
+}));
+
 t.test('HTTPS, a separate admin listener and a verifying agent', needs('openssl', 'curl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
-  const pki = await makeTestPki(fixture.dir);
+  const pki = await testPki();
   const v1Bytes = firmware(300_000, 'tls-1');
   const v2Bytes = nextVersion(v1Bytes, 'tls-2');
   const v1 = await fixture.writeBinary('v1.bin', v1Bytes);
@@ -96,7 +104,7 @@ t.test('HTTPS, a separate admin listener and a verifying agent', needs('openssl'
 t.test('a taken port for any listener stops the start with a non-zero exit', needs('openssl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
-  const pki = await makeTestPki(fixture.dir);
+  const pki = await testPki();
   const bin = await fixture.writeBinary('app.bin', firmware(10_000, 'tls-port'));
   const blocker = createServer();
   blocker.listen(0, '127.0.0.1');
@@ -120,7 +128,7 @@ t.test('a taken port for any listener stops the start with a non-zero exit', nee
 t.test('without listen.admin the admin API is served on the HTTPS listener too', needs('openssl', 'curl'), async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
-  const pki = await makeTestPki(fixture.dir);
+  const pki = await testPki();
   const bin = await fixture.writeBinary('app.bin', firmware(10_000, 'tls-admin'));
   const httpsPort = await freePort();
   const server = await startTestServer(fixture, [{ name: 'app', version: '1', binary: bin.path }],
