@@ -5,7 +5,7 @@ import { readdir, readFile, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
 import { adminCall, eventually } from '../helpers/admin.js';
-import { firmware, makeFixture, nextVersion, randomHash, type Fixture } from '../helpers/fixture.js';
+import { firmware, makeFixture, nextVersion, noise, randomHash, type Fixture } from '../helpers/fixture.js';
 import { heartbeat, heartbeatUntilSigned, metricValue } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
 import { needs } from '../helpers/system-tools.js';
@@ -19,8 +19,9 @@ async function publish(url: string, name: string, version: string, binary: strin
   if (answer.status !== 200) throw new Error(`publish answered ${answer.status}: ${JSON.stringify(answer.json)}`);
 }
 
-async function versions(fixture: Fixture, count: number, size: number, seed: string) {
-  const out = [await fixture.writeBinary(`${seed}-1.bin`, firmware(size, `${seed}-1`))];
+/** `count` versions of `size` bytes, each the next of the one before; the first from `bytes`. */
+async function versions(fixture: Fixture, count: number, size: number, seed: string, bytes = firmware) {
+  const out = [await fixture.writeBinary(`${seed}-1.bin`, bytes(size, `${seed}-1`))];
   for (let i = 2; i <= count; i++) out.push(await fixture.writeBinary(`${seed}-${i}.bin`, nextVersion(await readFile(out[i - 2]!.path), `${seed}-${i}`)));
   return out;
 }
@@ -88,7 +89,8 @@ t.test('rule 5 evicts the oldest survivors until the deltas directory fits', asy
 t.test('a sweep while a download of the same file is in flight completes the download', async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
-  const [v1, v2] = await versions(fixture, 2, 16_000_000, 'race');
+  // Only the size matters here, so noise(): firmware() spends over a second on 16 MB.
+  const [v1, v2] = await versions(fixture, 2, 16_000_000, 'race', noise);
   const server = await startTestServer(fixture, [], { allow_full_download: true, store: { hot_delta_cache_mb: 0 } });
   t.teardown(() => server.stop());
   await publish(server.url, 'app', '1', v1!.path);

@@ -23,6 +23,10 @@ import { startTestServer, type ArtifactEntry, type TestServer } from '../helpers
 const DEVICES = 200;
 const ARTIFACT = 'app';
 const STEP_INTERVAL = '20s';
+// While nothing the test can see has changed, a round of the fleet runs at most this often: it
+// only covers a change the rollout view does not show (a front-end still deciding by the
+// previous state), so rounds are not repeated every 100 ms through the 20 s step timer.
+const ROUND_EVERY_MS = 5_000;
 
 interface SimDevice {
   readonly id: string;
@@ -59,6 +63,21 @@ t.test('200 devices: a rollout pauses itself on failures, resumes after a fix an
   let fixed = false;
   const round = () => runRound(server.url, devices, fixture.publicKey, () => fixed);
   const onV2 = () => devices.filter((d) => d.version === v2.hash);
+  // A probe for `eventually`: the rollout as the server shows it, after a round of the fleet
+  // when a round can change something (the first; after one that moved devices; once the
+  // rollout's state or percent moved; every ROUND_EVERY_MS at the least). Each wait gets its own.
+  const pacedRounds = () => {
+    let last: { atMs: number; seen: string; moved: boolean } | undefined;
+    return async (): Promise<any> => {
+      const before = (await trackOf(server.url, ARTIFACT)).rollout;
+      const seen = `${before.state} ${before.percent}`;
+      if (last && !last.moved && last.seen === seen && Date.now() - last.atMs < ROUND_EVERY_MS) return before;
+      const moving = onV2().length;
+      await round();
+      last = { atMs: Date.now(), seen, moved: onV2().length !== moving };
+      return (await trackOf(server.url, ARTIFACT)).rollout;
+    };
+  };
 
   const published = await adminCall(server.url, 'POST', '/admin/artifacts', {
     name: ARTIFACT, version: '2.0.0', binary: v2.path,
@@ -70,10 +89,7 @@ t.test('200 devices: a rollout pauses itself on failures, resumes after a fix an
   t.ok(cohort.length >= 10 && cohort.length <= 35, `about 10 % of the fleet is in the first cohort (${cohort.length})`);
   t.ok(cohort.filter((d) => d.failing).length / cohort.length > 0.2, 'and more of it fails than the rollout tolerates');
 
-  const paused = await eventually('the rollout pauses itself', async () => {
-    await round();
-    return (await trackOf(server.url, ARTIFACT)).rollout;
-  }, (r) => r.state !== 'running', 60_000);
+  const paused = await eventually('the rollout pauses itself', pacedRounds(), (r) => r.state !== 'running', 60_000);
   t.match(paused, { state: 'paused', paused_reason: 'failure_rate', percent: 10 }, 'paused by the failure rate, before any step');
   t.ok(paused.reports.failure / (paused.reports.success + paused.reports.failure) > 0.2, `the counts show why (${JSON.stringify(paused.reports)})`);
   t.ok(onV2().every((d) => cohort.includes(d)), 'only devices of the cohort took the new build');
@@ -98,9 +114,10 @@ t.test('200 devices: a rollout pauses itself on failures, resumes after a fix an
   const resumed = await adminCall(server.url, 'POST', '/admin/rollout', { artifact: ARTIFACT, action: 'resume' });
   t.match(resumed.json, { state: 'running', reports: { success: 0, failure: 0 } }, 'a resume starts counting afresh');
 
+  const untilDone = pacedRounds();
   const done = await eventually('every device runs the new build', async () => {
-    await round();
-    return { onV2: onV2().length, rollout: (await trackOf(server.url, ARTIFACT)).rollout };
+    const rollout = await untilDone();
+    return { onV2: onV2().length, rollout };
   }, (s) => s.onV2 === DEVICES, 180_000);
   t.match(done.rollout, { state: 'complete', percent: 100, stable_hash: v2.hash }, 'the timer took it to 100 % and completed it');
   t.equal(done.rollout.paused_reason, null, 'the failures before the resume did not pause it again');

@@ -22,7 +22,7 @@ function stateOverrides(fixture: Fixture, extra: Record<string, unknown> = {}): 
   };
 }
 
-t.test('a restart keeps API tracks, and configured ones as configured', async (t) => {
+t.test('a restart keeps API tracks, and configured ones as configured; the state file is versioned JSON, written in full after every change', async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const app1 = await fixture.writeBinary('app-1.bin', firmware(30_000, 'p-app-1'));
@@ -32,6 +32,12 @@ t.test('a restart keeps API tracks, and configured ones as configured', async (t
   const tool = await fixture.writeBinary('tool.bin', firmware(30_000, 'p-tool'));
   const app2 = await fixture.writeBinary('app-2.bin', firmware(30_000, 'p-app-2'));
   t.equal((await adminCall(first.url, 'POST', '/admin/artifacts', { name: 'tool', os: 'linux', arch: 'amd64', version: '7', binary: tool.path })).status, 200);
+  // The state file is versioned JSON, written in full by the time the publish is answered.
+  const doc = JSON.parse(await readFile(join(fixture.dir, 'state', 'tracks.json'), 'utf8'));
+  t.equal(doc.format, 'updater-state');
+  t.equal(doc.version, 1);
+  t.same(doc.tracks.map((x: { artifact: string; hash: string }) => [x.artifact, x.hash]), [['app', app1.hash], ['tool/linux/amd64', tool.hash]], 'the state file holds every track');
+  t.same((await readdir(join(fixture.dir, 'state'))).filter((n) => n.startsWith('.tmp-')), [], 'no temporary left behind');
   t.equal((await adminCall(first.url, 'POST', '/admin/artifacts', { name: 'app', version: '2-hotfix', binary: app2.path })).status, 409, 'a configured track is not republished through the API (TRACK_CONFIGURED)');
   t.equal((await adminCall(first.url, 'POST', '/admin/default', { artifact: 'tool/linux/amd64' })).status, 200);
   t.equal((await trackOf(first.url, 'app')).hash, app1.hash);
@@ -84,21 +90,6 @@ t.test('editing default_artifact in the configuration wins over the default save
   const back = await startTestServer(fixture, config, stateOverrides(fixture, { default_artifact: 'a' }));
   t.teardown(() => back.stop());
   t.equal((await listTracks(back.url)).default, 'a', 'the operator edited default_artifact: configuration wins');
-});
-
-t.test('the state file is versioned JSON, written in full after every change', async (t) => {
-  const fixture = await makeFixture();
-  t.teardown(() => fixture.cleanup());
-  const app = await fixture.writeBinary('app.bin', firmware(10_000, 's-app'));
-  const server = await startTestServer(fixture, [{ name: 'app', version: '1', binary: app.path }], stateOverrides(fixture));
-  t.teardown(() => server.stop());
-  const tool = await fixture.writeBinary('tool.bin', firmware(10_000, 's-tool'));
-  await adminCall(server.url, 'POST', '/admin/artifacts', { name: 'tool', version: '1', binary: tool.path });
-  const doc = JSON.parse(await readFile(join(fixture.dir, 'state', 'tracks.json'), 'utf8'));
-  t.equal(doc.format, 'updater-state');
-  t.equal(doc.version, 1);
-  t.same(doc.tracks.map((x: { artifact: string; hash: string }) => [x.artifact, x.hash]), [['app', app.hash], ['tool', tool.hash]]);
-  t.same((await readdir(join(fixture.dir, 'state'))).filter((n) => n.startsWith('.tmp-')), [], 'no temporary left behind');
 });
 
 t.test('a corrupt or unreadable state file stops `updater serve` with a clear error', async (t) => {

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { firmware, makeFixture, sha256Hex } from '../helpers/fixture.js';
+import { makeFixture, noise, sha256Hex } from '../helpers/fixture.js';
 import { heartbeatUntilSigned } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
 import { needs } from '../helpers/system-tools.js';
@@ -17,7 +17,7 @@ t.test('curl downloads a 24 MiB hot-cache file whole, again and again', needs('c
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   // Random bytes stay ~24 MiB after zstd, so the whole body is large on the wire.
-  const v2 = await fixture.writeBinary('v2.bin', firmware(24 * 1024 * 1024, 'whole'));
+  const v2 = await fixture.writeBinary('v2.bin', noise(24 * 1024 * 1024, 'whole'));
   const server = await startTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }], {
     allow_full_download: true,
     store: { full_compression_level: 1, target_cache_mb: 256 },
