@@ -1,11 +1,22 @@
 import { open, type FileHandle } from 'node:fs/promises';
-import { decompress } from '@mongodb-js/zstd';
+import type { decompress as Decompress } from '@mongodb-js/zstd';
 
 // @mongodb-js/zstd decompresses whole buffers only. The server writes its zstd streams as
 // concatenated frames of at most 8 MiB of input each (a valid single stream for `zstd -d`),
 // so the agent (applying an update) and the store (verifying a file at start) walk the frame
 // headers (RFC 8878 §3.1) and decompress one frame at a time: memory stays at one compressed
 // frame plus its output, whatever the file size.
+
+/**
+ * The binding, loaded when the first frame is decompressed: loading it calls
+ * process.report.getReport() (to tell glibc from musl), 13 to 19 ms of the agent's 0.27 s start
+ * here, for a process that may never decompress anything (an agent finding no update).
+ */
+let decompressFrame: typeof Decompress | undefined;
+async function decompress(frame: Buffer): Promise<Buffer> {
+  decompressFrame ??= (await import('@mongodb-js/zstd')).decompress;
+  return decompressFrame(frame);
+}
 
 const ZSTD_MAGIC = 0xfd2fb528;
 const SKIPPABLE_MASK = 0xfffffff0;
