@@ -12,12 +12,20 @@ import { encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 // raw-socket cases (framing, Content-Length the HTTP engine refuses) are in http-framing.test.ts,
 // the CoAP ones in coap-hostile.test.ts, the publish path rules in publish-paths.test.ts.
 
-t.test('bad device input gets a clear error and the server keeps answering', async (t) => {
+// The three tests that need a plain server with one track share it (a start costs ~0.8 s of
+// CPU): none reads what another leaves. Only the report test posts /report, and it counts only
+// that route; the others' devices are named apart.
+const plain = await (async () => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());
   const v2 = await fixture.writeBinary('v2.bin', firmware(20_000, 'input'));
   const server = await startTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
   t.teardown(() => server.stop());
+  return { v2, server };
+})();
+
+t.test('bad device input gets a clear error and the server keeps answering', async (t) => {
+  const { v2, server } = plain;
   const hb = (body: unknown) => postJson(`${server.url}/heartbeat`, body);
   const whole = { device_id: 'd', version_hash: v2.hash, hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 1 }, timestamp: 1_700_000_000, version: '2' };
 
@@ -70,11 +78,7 @@ t.test('bad device input gets a clear error and the server keeps answering', asy
 // The heartbeat's body is decoded straight from the HTTP engine's memory when it comes in one
 // chunk, and from the chunks joined otherwise (server/body.ts): both decode UTF-8 alike.
 t.test('a heartbeat body in chunks split inside a character reads as one in a piece; a BOM is refused either way', async (t) => {
-  const fixture = await makeFixture();
-  t.teardown(() => fixture.cleanup());
-  const v2 = await fixture.writeBinary('v2.bin', firmware(20_000, 'chunks'));
-  const server = await startTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
-  t.teardown(() => server.stop());
+  const { v2, server } = plain;
   const body = (id: string) => JSON.stringify({ device_id: id, version_hash: v2.hash, hw_info: { arch: 'arm64', os: 'linux', free_ram: 1, free_disk: 1 }, timestamp: 1_700_000_000, version: '2' });
   const inChunks = (bytes: Buffer, cuts: number[]) => fetch(`${server.url}/heartbeat`, {
     method: 'POST',
@@ -157,11 +161,7 @@ t.test('every heartbeat and report field the protocol requires is required, over
 });
 
 t.test('reports are accepted with 204, validated and counted', async (t) => {
-  const fixture = await makeFixture();
-  t.teardown(() => fixture.cleanup());
-  const v2 = await fixture.writeBinary('v2.bin', firmware(20_000, 'report'));
-  const server = await startTestServer(fixture, [{ name: 'app', version: '2', binary: v2.path }]);
-  t.teardown(() => server.stop());
+  const { v2, server } = plain;
   const report = { device_id: 'd1', previous_hash: randomHash(), new_hash: v2.hash, success: true, rollback_reason: '', timestamp: 1_700_000_000 };
   const accepted = await postJson(`${server.url}/report`, report);
   t.equal(accepted.status, 204);
