@@ -17,6 +17,10 @@ export interface CoapBridge {
 export async function startCoapBridge(httpUrl: string): Promise<CoapBridge> {
   const bridge: CoapBridge = { url: '', requests: [], reports: [], close: async () => undefined };
   const server: Server = createServer();
+  // The agent asks for each Block2 block with a token of its own, so node-coap hands every block
+  // request to the handler: a fetch of the whole file per 1 KiB block. Deltas and binaries are
+  // named by their hash and never change, so each is fetched once and kept.
+  const files = new Map<string, Buffer>();
   server.on('request', (req: IncomingMessage, res: OutgoingMessage) => {
     handle(req, res).catch(() => {
       res.code = '5.00';
@@ -50,14 +54,19 @@ export async function startCoapBridge(httpUrl: string): Promise<CoapBridge> {
       return;
     }
     if (req.method === 'GET' && /^\/(delta|binary)\//.test(req.url)) {
-      const response = await fetch(`${httpUrl}${req.url}`);
-      if (response.status !== 200) {
-        res.code = '4.04';
-        res.end();
-        return;
+      let bytes = files.get(req.url);
+      if (!bytes) {
+        const response = await fetch(`${httpUrl}${req.url}`);
+        if (response.status !== 200) {
+          res.code = '4.04';
+          res.end();
+          return;
+        }
+        bytes = Buffer.from(await response.arrayBuffer());
+        files.set(req.url, bytes);
       }
       res.code = '2.05';
-      res.end(Buffer.from(await response.arrayBuffer()));
+      res.end(bytes);
       return;
     }
     res.code = '4.04';
