@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { toolPath } from './system-tool-list.js';
 
@@ -10,9 +11,25 @@ import { toolPath } from './system-tool-list.js';
 
 export const CHROMIUM = toolPath('chromium') ?? '/usr/bin/chromium';
 
+// Chromium 156 builds the omnibox popup of every window (one per context here) as WebUI
+// pages in a renderer of their own: about a second of CPU per context, for a popup no test
+// opens. Chromium keeps only the last --disable-features, so Playwright's own list
+// (chromiumSwitches.ts of the playwright-core this was copied from) is repeated with them;
+// with another playwright-core its own list is left alone and the popups stay.
+const PLAYWRIGHT_WITH_THIS_LIST = '1.65.1';
+const playwrightVersion = (createRequire(import.meta.url)('playwright-core/package.json') as { version: string }).version;
+const PLAYWRIGHT_DISABLED_FEATURES = [
+  'AvoidUnnecessaryBeforeUnloadCheckSync', 'DestroyProfileOnBrowserClose', 'HttpsUpgrades', 'HttpsFirstBalancedModeAutoEnable',
+  'LensOverlay', 'MediaRouter', 'PaintHolding', 'ThirdPartyStoragePartitioning', 'AvoidCorsURLLoaderRestartOnRedirect',
+  'TcpPortRandomizationWin', 'OptimizationHints', 'NetworkTimeServiceQuerying', 'AimEnabled', 'PreconnectToSearch',
+  'msForceBrowserSignIn', 'msEdgeUpdateLaunchServicesPreferredVersion',
+];
+const OMNIBOX_POPUPS = ['WebUIOmniboxPopup', 'WebUIOmniboxAimPopup', 'WebUIOmniboxFullPopup'];
+
 const FLAGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
   '--no-first-run', '--disable-component-update', '--disable-sync',
+  ...(playwrightVersion === PLAYWRIGHT_WITH_THIS_LIST ? [`--disable-features=${[...PLAYWRIGHT_DISABLED_FEATURES, ...OMNIBOX_POPUPS].join(',')}`] : []),
 ];
 
 const VIEWPORT = { width: 1280, height: 800 };
