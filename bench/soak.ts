@@ -72,6 +72,8 @@ export interface SoakOptions {
   readonly mallocArenaMax: number;
   /** A command the server runs under, e.g. `env NODE_OPTIONS=...` or heaptrack (SOAK_SERVER_WRAPPER, bench/README.md). */
   readonly serverWrapper: readonly string[];
+  /** A command the load processes run under (the leak test's `env NODE_OPTIONS=`, which keeps tap's hooks out of them). */
+  readonly loadWrapper?: readonly string[];
   /** Write V8 CPU profiles of the server and the load processes here (SOAK_CPU_PROF_DIR). */
   readonly cpuProfileDir?: string;
   readonly shape: SoakShape;
@@ -219,8 +221,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         failShare: o.failShare, authRatePerSecond: o.deviceAuth ? SOAK_AUTH_RATE / o.loadProcesses : 0,
       };
       const entry = new URL('./soak/load-process.js', import.meta.url).pathname;
-      const child = fork(entry, [JSON.stringify(options)], pinned
-        ? { execPath: 'taskset', execArgv: ['-c', plan!.load, process.execPath, ...profileArgs(o.cpuProfileDir, 'load')], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
+      // fork() runs `execPath ...execArgv entry`: node itself, or node behind taskset and the wrapper.
+      const [launcher, ...launcherArgs] = [...(pinned ? ['taskset', '-c', plan!.load] : []), ...(o.loadWrapper ?? [])];
+      const child = fork(entry, [JSON.stringify(options)], launcher
+        ? { execPath: launcher, execArgv: [...launcherArgs, process.execPath, ...profileArgs(o.cpuProfileDir, 'load')], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }
         : { execArgv: profileArgs(o.cpuProfileDir, 'load'), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       children.push(child);
       child.on('message', (m: LoadProcessMessage) => {

@@ -18,9 +18,11 @@ t.setTimeout(600_000);
 
 const quick = (): SoakOptions => {
   const base = soakOptions(true, {});
-  // The server is the subject: tap's own NODE_OPTIONS (its process-info hook) stay out of it,
-  // set again by `env` since the hook puts itself back into every child's (node-options.ts).
-  return { ...base, serverEnv: { NODE_OPTIONS: '' }, serverWrapper: ['/usr/bin/env', 'NODE_OPTIONS='], pin: false, rate: 200, devices: 1000, windowSeconds: 45, fillMaxSeconds: 90, hostilePerSecond: 5, log: (line) => t.comment(line) };
+  // tap's own NODE_OPTIONS (its process-info hook) stay out of the server, the subject, and of
+  // the load processes (0.5 s of CPU each to load their modules through it): set again by `env`,
+  // since the hook puts itself back into every child's (node-options.ts).
+  const withoutTapHooks = ['/usr/bin/env', 'NODE_OPTIONS='];
+  return { ...base, serverEnv: { NODE_OPTIONS: '' }, serverWrapper: withoutTapHooks, loadWrapper: withoutTapHooks, pin: false, rate: 200, devices: 1000, windowSeconds: 45, fillMaxSeconds: 90, hostilePerSecond: 5, log: (line) => t.comment(line) };
 };
 
 // Both start now; each subtest judges its own when it ends. A soak that throws fails its subtest.
