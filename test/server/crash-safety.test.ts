@@ -36,10 +36,19 @@ t.test('kill -9 during a delta generation leaves no file that is ever served', n
   const first = await spawnServer(configPath, url);
   const pending = await heartbeat(url, v1.hash);
   t.ok(pending.json.retry_after > 0, 'generation started');
-  // Wait until the diff pool is really at work (its scratch file exists), then pull the plug.
+  // Wait until the diff pool is really at work (its engine has begun writing the patch into
+  // the scratch space), then pull the plug. Waited for by what happens, not by a time: the
+  // engine writes once its suffix sort of 12 MB is done, and beside busy processes that took
+  // longer than the 20 s this wait once allowed (1 stress round in 3). It ends early if the
+  // engine ended without writing or the server exited.
   const workDir = join(fixture.dir, 'store', 'work');
-  const started = Date.now();
-  while ((await readdir(workDir)).length === 0 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 20));
+  let engineSeen = false;
+  while ((await readdir(workDir)).length === 0 && first.child.exitCode === null) {
+    const running = descendantsNamed(first.child.pid!, 'updater-delta').length > 0;
+    if (engineSeen && !running) break;
+    engineSeen ||= running;
+    await new Promise((r) => setTimeout(r, 20));
+  }
   t.ok((await readdir(workDir)).length > 0, 'the diff is under way');
   // The engine runs as a child process of the server. Stopped here, it cannot finish on its
   // own: only the kernel's parent-death signal can end it once the server is gone, and if it
