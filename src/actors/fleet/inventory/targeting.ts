@@ -128,16 +128,20 @@ export async function changeTags(db: Db, change: TagChange, nowMs: number): Prom
         .executeTakeFirstOrThrow();
       if (Number(over.n) > 0) refuse('add', `would give ${Number(over.n)} device(s) more than ${MAX_TAGS} tags; nothing was changed`);
     }
-    if (remove.length > 0) {
-      await tx.deleteFrom('device_tags').where('tag', 'in', [...remove])
-        .where('device_id', 'in', (eb) => eb.selectFrom('devices').select('devices.device_id').where(matching)).execute();
-    }
     for (const tag of add) {
       // `where` on the SELECT keeps SQLite from reading ON CONFLICT as a join constraint.
       await tx.insertInto('device_tags').columns(['device_id', 'tag'])
         .expression((eb) => eb.selectFrom('devices').select(['devices.device_id', sql<string>`cast(${tag} as text)`.as('tag')]).where(matching)
           .where('devices.device_id', 'is not', null))
         .onConflict((oc) => oc.columns(['device_id', 'tag']).doNothing()).execute();
+    }
+    // Removed last, in one statement: the filter may name a tag the change removes (a rename,
+    // filter {"tags":["old"]}, remove ["old"], add ["new"]), and a removal before the additions
+    // would leave them no device to match. Adding tags never changes which devices match (they
+    // match already), so every statement here sees the devices the count saw.
+    if (remove.length > 0) {
+      await tx.deleteFrom('device_tags').where('tag', 'in', [...remove])
+        .where('device_id', 'in', (eb) => eb.selectFrom('devices').select('devices.device_id').where(matching)).execute();
     }
     return { devices };
   });
