@@ -13,6 +13,12 @@ export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
 const MAX_DEVICE_ID = 128;
 const CURSOR_PREFIX = 'd:';
+/**
+ * The longest cursor this server writes: the prefix and a device id of MAX_DEVICE_ID UTF-16
+ * units, each at most 3 bytes of UTF-8 (a pair is 4 bytes for 2 units), in unpadded base64url.
+ */
+const MAX_CURSOR = Math.ceil(((CURSOR_PREFIX.length + 3 * MAX_DEVICE_ID) * 4) / 3);
+const CURSOR_TEXT = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_CURSOR}}$`);
 
 /** The query string as a map; an unknown or repeated key is refused. */
 export function parseQuery(raw: string, known: readonly string[]): Map<string, string> {
@@ -33,7 +39,7 @@ export function encodeCursor(deviceId: string): string {
 
 export function decodeCursor(cursor: string): string {
   const bad = () => new UpdaterError('INVALID_CURSOR', 'after must be the "next" value of a previous page');
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) throw bad();
+  if (!CURSOR_TEXT.test(cursor)) throw bad();
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const deviceId = text.slice(CURSOR_PREFIX.length);
   // Canonical only: the same bytes this server would have written, so nothing else decodes.
