@@ -3,6 +3,8 @@ import { parseDuration } from '../../../shared/duration.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
 import { parseTargetName } from '../../../shared/targeting/names.js';
+import { NOT_PRINTABLE } from '../../../shared/version-label.js';
+import { deviceIdField } from '../../../shared/wire/validate.js';
 import { artifactKey } from './body.js';
 
 // The query strings of the fleet admin calls (docs/fleet.md, "Reading it"), checked before any database
@@ -43,7 +45,8 @@ export function decodeCursor(cursor: string): string {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const deviceId = text.slice(CURSOR_PREFIX.length);
   // Canonical only: the same bytes this server would have written, so nothing else decodes.
-  if (!text.startsWith(CURSOR_PREFIX) || deviceId.length === 0 || deviceId.length > MAX_DEVICE_ID || encodeCursor(deviceId) !== cursor) throw bad();
+  // No device id holds a control character (deviceIdField): PostgreSQL's text could not even hold U+0000.
+  if (!text.startsWith(CURSOR_PREFIX) || deviceId.length === 0 || deviceId.length > MAX_DEVICE_ID || NOT_PRINTABLE.test(deviceId) || encodeCursor(deviceId) !== cursor) throw bad();
   return deviceId;
 }
 
@@ -118,6 +121,7 @@ export function parseDeviceId(segment: string): string {
   } catch {
     throw new UpdaterError('INVALID_FIELD', 'the device id in the path is not valid percent-encoding', { field: 'device_id' });
   }
-  if (id.length === 0 || id.length > MAX_DEVICE_ID) throw new UpdaterError('INVALID_FIELD', `device_id must be 1 to ${MAX_DEVICE_ID} characters`, { field: 'device_id' });
-  return id;
+  // The heartbeat's own rule: an id no device can have (a control character, which PostgreSQL's
+  // text cannot even hold as U+0000) is a 400 here, not a database error.
+  return deviceIdField(id, 'device_id');
 }
