@@ -20,7 +20,8 @@ export function filterCondition(eb: ExpressionBuilder<Database, 'devices'>, filt
   const all: Expression<SqlBool>[] = [];
   if (filter.artifact !== undefined) all.push(eb('devices.artifact', '=', filter.artifact));
   if (filter.versionHash !== undefined) all.push(eb('devices.version_hash', '=', filter.versionHash));
-  if (filter.seenWithinMs !== undefined) all.push(eb('devices.last_seen', '>=', Math.floor((nowMs - filter.seenWithinMs) / 1000)));
+  // Not before the epoch: a duration may be any number of digits, and PostgreSQL's bigint holds no 1e22 seconds, nor -Infinity.
+  if (filter.seenWithinMs !== undefined) all.push(eb('devices.last_seen', '>=', Math.max(0, Math.floor((nowMs - filter.seenWithinMs) / 1000))));
   for (const tag of filter.tags ?? []) {
     all.push(eb.exists(eb.selectFrom('device_tags as ft').select('ft.device_id')
       .whereRef('ft.device_id', '=', 'devices.device_id').where('ft.tag', '=', tag)));

@@ -64,7 +64,8 @@ function secondsAgo(q: Map<string, string>, key: string, nowMs: number): number 
   if (text === undefined) return undefined;
   const ms = parseDuration(text);
   if (ms === undefined || ms <= 0) throw new UpdaterError('INVALID_FIELD', `${key} must be a duration like 15m, 24h or 7d`, { field: key });
-  return Math.floor((nowMs - ms) / 1000);
+  // Digits are unbounded: a duration longer than the epoch's age means since the first device ever seen (PostgreSQL's bigint holds no 1e22 seconds, nor -Infinity).
+  return Math.max(0, Math.floor((nowMs - ms) / 1000));
 }
 
 /** `GET /admin/devices?artifact=&version_hash=&seen_within=&not_seen_for=&limit=&after=&group=` */
