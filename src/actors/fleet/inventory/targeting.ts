@@ -86,22 +86,35 @@ export async function withTargeting<V extends DeviceView>(db: Db, views: V[]): P
   const tags = new Map<string, string[]>();
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);
-    for (const row of await db.selectFrom('device_attributes').selectAll().where('device_id', 'in', chunk).orderBy('name').execute()) {
+    for (const row of await db.selectFrom('device_attributes').selectAll().where('device_id', 'in', chunk).execute()) {
       let set = attributes.get(row.device_id);
       if (!set) attributes.set(row.device_id, (set = {}));
       Object.defineProperty(set, row.name, { value: row.value, enumerable: true, writable: true, configurable: true });
     }
-    for (const row of await db.selectFrom('device_tags').selectAll().where('device_id', 'in', chunk).orderBy('tag').execute()) {
+    for (const row of await db.selectFrom('device_tags').selectAll().where('device_id', 'in', chunk).execute()) {
       const list = tags.get(row.device_id) ?? [];
       if (list.length === 0) tags.set(row.device_id, list);
       list.push(row.tag);
     }
   }
   for (const view of views) {
-    view.attributes = attributes.get(view.device_id) ?? {};
-    view.tags = tags.get(view.device_id) ?? [];
+    // Sorted here, not by ORDER BY: on PostgreSQL the columns have the database's collation
+    // (en_US.UTF-8 puts "canary" before "Lab"); names are ASCII, so this is code point order,
+    // SQLite's and parseTagList's.
+    const set = attributes.get(view.device_id);
+    view.attributes = set ? sortedAttributes(set) : {};
+    view.tags = (tags.get(view.device_id) ?? []).sort(byCodePoint);
   }
   return views;
+}
+
+/** Code point order of names (ASCII: UTF-16 order is code point order). */
+export const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+function sortedAttributes(set: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(set).sort(byCodePoint)) Object.defineProperty(out, name, { value: set[name], enumerable: true, writable: true, configurable: true });
+  return out;
 }
 
 /** Replaces a device's tags; false when the inventory does not hold the device. */
