@@ -3,7 +3,7 @@ import type { GroupView } from '../../../messages/fleet.js';
 import type { Database } from '../../../shared/database/schema.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { filterJson, parseFilter, type TargetFilter } from '../../../shared/targeting/filter.js';
-import { countMatching } from './targeting.js';
+import { byCodePoint, countMatching } from './targeting.js';
 
 // Groups: named filters, kept as the JSON the API shows and evaluated when asked, so that a
 // device that starts to match is a member from then on (docs/rollouts.md, "Groups").
@@ -44,14 +44,15 @@ export async function group(db: Db, name: string, nowMs: number): Promise<GroupV
 }
 
 export async function groups(db: Db, nowMs: number): Promise<GroupView[]> {
-  const rows = await db.selectFrom('device_groups').selectAll().orderBy('name').execute();
+  // By name in code point order, sorted here: on PostgreSQL the column has the database's collation.
+  const rows = (await db.selectFrom('device_groups').selectAll().execute()).sort((a, b) => byCodePoint(a.name, b.name));
   const out: GroupView[] = [];
   for (const row of rows) out.push(await view(db, row.name, row.filter, nowMs));
   return out;
 }
 
 export async function groupNames(db: Db): Promise<string[]> {
-  return (await db.selectFrom('device_groups').select('name').orderBy('name').execute()).map((r) => r.name);
+  return (await db.selectFrom('device_groups').select('name').execute()).map((r) => r.name).sort(byCodePoint);
 }
 
 /** The group's filter, for `GET /admin/devices?group=`; GROUP_NOT_FOUND when there is none. */

@@ -4,6 +4,27 @@ import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 
 export const seconds = (ms: number) => Math.floor(ms / 1000);
 
+/**
+ * A device's free text as both engines store it: U+0000 as U+FFFD. The device boundary checks
+ * these texts (version, hardware, rollback reason, attribute values) for length only, and
+ * PostgreSQL's text cannot hold U+0000: one such record refused the whole flush, and every
+ * flush after it, while SQLite kept the character.
+ */
+export function storableText(text: string): string {
+  return text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
+}
+
+const heartbeatStorable = (r: HeartbeatRecord) => !r.version.includes('\0') && !r.hwArch.includes('\0') && !r.hwOs.includes('\0');
+
+/** The heartbeats and reports with their texts storable on both engines (the same arrays when they are, nearly always). */
+export function storableRecords(heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): [readonly HeartbeatRecord[], readonly ReportRecord[]] {
+  const cleanHeartbeats = heartbeats.every(heartbeatStorable) ? heartbeats
+    : heartbeats.map((r) => (heartbeatStorable(r) ? r : { ...r, version: storableText(r.version), hwArch: storableText(r.hwArch), hwOs: storableText(r.hwOs) }));
+  const cleanReports = reports.every((r) => !r.rollbackReason.includes('\0')) ? reports
+    : reports.map((r) => (r.rollbackReason.includes('\0') ? { ...r, rollbackReason: storableText(r.rollbackReason) } : r));
+  return [cleanHeartbeats, cleanReports];
+}
+
 /** One count of fleet_versions to add to (a device arrived) or take from (a device left). */
 export interface VersionMove {
   artifact: string;

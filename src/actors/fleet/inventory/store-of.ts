@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 import { driverOf, type Driver } from '../../../shared/database/connect.js';
 import type { Database } from '../../../shared/database/schema.js';
+import { storableRecords } from './moves.js';
 import type { FleetStore } from './store.js';
 import { postgresFleetStore } from './store-postgres.js';
 import { sqliteFleetStore } from './store-sqlite.js';
@@ -26,5 +27,5 @@ export function fleetStoreOf(db: Kysely<Database>): FleetStore {
 /** Writes one flush through the database's FleetStore; an empty flush touches nothing. */
 export async function writeBatch(db: Kysely<Database>, heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): Promise<void> {
   if (heartbeats.length === 0 && reports.length === 0) return;
-  await fleetStoreOf(db).writeBatch(heartbeats, reports);
+  await fleetStoreOf(db).writeBatch(...storableRecords(heartbeats, reports));
 }

@@ -2,6 +2,7 @@ import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool
 import type { AttributesRecord, DeviceView, TagChange } from '../../../messages/fleet.js';
 import type { Database } from '../../../shared/database/schema.js';
 import { MAX_TAGS, refuse } from '../../../shared/targeting/names.js';
+import { storableText } from './moves.js';
 import type { TargetFilter } from '../../../shared/targeting/filter.js';
 
 // Attributes and tags in the fleet database (migration 0013), and a filter as SQL: the same
@@ -19,7 +20,8 @@ export function filterCondition(eb: ExpressionBuilder<Database, 'devices'>, filt
   const all: Expression<SqlBool>[] = [];
   if (filter.artifact !== undefined) all.push(eb('devices.artifact', '=', filter.artifact));
   if (filter.versionHash !== undefined) all.push(eb('devices.version_hash', '=', filter.versionHash));
-  if (filter.seenWithinMs !== undefined) all.push(eb('devices.last_seen', '>=', Math.floor((nowMs - filter.seenWithinMs) / 1000)));
+  // Not before the epoch: a duration may be any number of digits, and PostgreSQL's bigint holds no 1e22 seconds, nor -Infinity.
+  if (filter.seenWithinMs !== undefined) all.push(eb('devices.last_seen', '>=', Math.max(0, Math.floor((nowMs - filter.seenWithinMs) / 1000))));
   for (const tag of filter.tags ?? []) {
     all.push(eb.exists(eb.selectFrom('device_tags as ft').select('ft.device_id')
       .whereRef('ft.device_id', '=', 'devices.device_id').where('ft.tag', '=', tag)));
@@ -27,7 +29,7 @@ export function filterCondition(eb: ExpressionBuilder<Database, 'devices'>, filt
   const attributes = filter.attributes ?? {};
   for (const name of Object.keys(attributes)) {
     all.push(eb.exists(eb.selectFrom('device_attributes as fa').select('fa.device_id')
-      .whereRef('fa.device_id', '=', 'devices.device_id').where('fa.name', '=', name).where('fa.value', 'in', [...attributes[name]!])));
+      .whereRef('fa.device_id', '=', 'devices.device_id').where('fa.name', '=', name).where('fa.value', 'in', attributes[name]!.map(storableText))));
   }
   return all.length === 0 ? undefined : eb.and(all);
 }
@@ -47,7 +49,9 @@ export async function countMatching(db: Db, filter: TargetFilter, nowMs: number)
 export async function writeAttributes(db: Db, records: readonly AttributesRecord[]): Promise<{ written: number }> {
   if (records.length === 0) return { written: 0 };
   const latest = new Map<string, string>();
-  for (const r of records) latest.set(r.deviceId, canonical(Object.entries(r.attributes)));
+  // Values as stored (U+0000 as U+FFFD, moves.ts): PostgreSQL's text cannot hold U+0000, and
+  // the stored set must compare equal to the one the device sends again.
+  for (const r of records) latest.set(r.deviceId, canonical(Object.entries(r.attributes).map(([name, value]) => [name, storableText(value)])));
   const ids = [...latest.keys()];
   let written = 0;
   await db.transaction().execute(async (tx) => {
@@ -82,22 +86,35 @@ export async function withTargeting<V extends DeviceView>(db: Db, views: V[]): P
   const tags = new Map<string, string[]>();
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);
-    for (const row of await db.selectFrom('device_attributes').selectAll().where('device_id', 'in', chunk).orderBy('name').execute()) {
+    for (const row of await db.selectFrom('device_attributes').selectAll().where('device_id', 'in', chunk).execute()) {
       let set = attributes.get(row.device_id);
       if (!set) attributes.set(row.device_id, (set = {}));
       Object.defineProperty(set, row.name, { value: row.value, enumerable: true, writable: true, configurable: true });
     }
-    for (const row of await db.selectFrom('device_tags').selectAll().where('device_id', 'in', chunk).orderBy('tag').execute()) {
+    for (const row of await db.selectFrom('device_tags').selectAll().where('device_id', 'in', chunk).execute()) {
       const list = tags.get(row.device_id) ?? [];
       if (list.length === 0) tags.set(row.device_id, list);
       list.push(row.tag);
     }
   }
   for (const view of views) {
-    view.attributes = attributes.get(view.device_id) ?? {};
-    view.tags = tags.get(view.device_id) ?? [];
+    // Sorted here, not by ORDER BY: on PostgreSQL the columns have the database's collation
+    // (en_US.UTF-8 puts "canary" before "Lab"); names are ASCII, so this is code point order,
+    // SQLite's and parseTagList's.
+    const set = attributes.get(view.device_id);
+    view.attributes = set ? sortedAttributes(set) : {};
+    view.tags = (tags.get(view.device_id) ?? []).sort(byCodePoint);
   }
   return views;
+}
+
+/** Code point order of names (ASCII: UTF-16 order is code point order). */
+export const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+function sortedAttributes(set: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(set).sort(byCodePoint)) Object.defineProperty(out, name, { value: set[name], enumerable: true, writable: true, configurable: true });
+  return out;
 }
 
 /** Replaces a device's tags; false when the inventory does not hold the device. */
@@ -128,16 +145,20 @@ export async function changeTags(db: Db, change: TagChange, nowMs: number): Prom
         .executeTakeFirstOrThrow();
       if (Number(over.n) > 0) refuse('add', `would give ${Number(over.n)} device(s) more than ${MAX_TAGS} tags; nothing was changed`);
     }
-    if (remove.length > 0) {
-      await tx.deleteFrom('device_tags').where('tag', 'in', [...remove])
-        .where('device_id', 'in', (eb) => eb.selectFrom('devices').select('devices.device_id').where(matching)).execute();
-    }
     for (const tag of add) {
       // `where` on the SELECT keeps SQLite from reading ON CONFLICT as a join constraint.
       await tx.insertInto('device_tags').columns(['device_id', 'tag'])
         .expression((eb) => eb.selectFrom('devices').select(['devices.device_id', sql<string>`cast(${tag} as text)`.as('tag')]).where(matching)
           .where('devices.device_id', 'is not', null))
         .onConflict((oc) => oc.columns(['device_id', 'tag']).doNothing()).execute();
+    }
+    // Removed last, in one statement: the filter may name a tag the change removes (a rename,
+    // filter {"tags":["old"]}, remove ["old"], add ["new"]), and a removal before the additions
+    // would leave them no device to match. Adding tags never changes which devices match (they
+    // match already), so every statement here sees the devices the count saw.
+    if (remove.length > 0) {
+      await tx.deleteFrom('device_tags').where('tag', 'in', [...remove])
+        .where('device_id', 'in', (eb) => eb.selectFrom('devices').select('devices.device_id').where(matching)).execute();
     }
     return { devices };
   });

@@ -240,6 +240,7 @@ export class WriteBuffer {
       if (device.written === undefined) this.remembered++;
       device.written = this.texts.text(r.versionHash);
       this.devices.set(device.id, device);
+      this.reclassify(device);
     });
     // One pass from the oldest: a fresh iterator per eviction would walk the holes the earlier
     // deletions left at the front of the Map, again and again. A device with a heartbeat
@@ -254,6 +255,25 @@ export class WriteBuffer {
       if (device.seq === 0) this.forget(device);
       if (--excess === 0) break;
     }
+  }
+
+  /**
+   * The device's written version just moved: a heartbeat that came in during the flush was
+   * classified against the version before it, and one on another version than the flush wrote
+   * (a device that moved and came back within a flush: an update that failed its boot check)
+   * is a change now, never to be dropped as a last_seen update or a first sighting.
+   */
+  private reclassify(device: Device): void {
+    if (device.seq === 0 || device.klass === 'change') return;
+    const queue = this.queues[device.klass];
+    if (queue.versionHash(device.slot) === device.written) return;
+    const record = queue.record(device.slot, device.id);
+    const bytes = queue.bytes(device.slot);
+    this.unlink(device);
+    device.klass = 'change';
+    this.queues.change.push(device, ++this.seq, record, bytes, this.fields);
+    this.live.change++;
+    this.heartbeatBytesTotal += bytes;
   }
 
   /** Takes an entry that holds nothing (no written version, no pending heartbeat) out of the map. */

@@ -3,6 +3,8 @@ import { parseDuration } from '../../../shared/duration.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
 import { parseTargetName } from '../../../shared/targeting/names.js';
+import { NOT_PRINTABLE } from '../../../shared/version-label.js';
+import { deviceIdField } from '../../../shared/wire/validate.js';
 import { artifactKey } from './body.js';
 
 // The query strings of the fleet admin calls (docs/fleet.md, "Reading it"), checked before any database
@@ -13,6 +15,12 @@ export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
 const MAX_DEVICE_ID = 128;
 const CURSOR_PREFIX = 'd:';
+/**
+ * The longest cursor this server writes: the prefix and a device id of MAX_DEVICE_ID UTF-16
+ * units, each at most 3 bytes of UTF-8 (a pair is 4 bytes for 2 units), in unpadded base64url.
+ */
+const MAX_CURSOR = Math.ceil(((CURSOR_PREFIX.length + 3 * MAX_DEVICE_ID) * 4) / 3);
+const CURSOR_TEXT = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_CURSOR}}$`);
 
 /** The query string as a map; an unknown or repeated key is refused. */
 export function parseQuery(raw: string, known: readonly string[]): Map<string, string> {
@@ -33,11 +41,12 @@ export function encodeCursor(deviceId: string): string {
 
 export function decodeCursor(cursor: string): string {
   const bad = () => new UpdaterError('INVALID_CURSOR', 'after must be the "next" value of a previous page');
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) throw bad();
+  if (!CURSOR_TEXT.test(cursor)) throw bad();
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const deviceId = text.slice(CURSOR_PREFIX.length);
   // Canonical only: the same bytes this server would have written, so nothing else decodes.
-  if (!text.startsWith(CURSOR_PREFIX) || deviceId.length === 0 || deviceId.length > MAX_DEVICE_ID || encodeCursor(deviceId) !== cursor) throw bad();
+  // No device id holds a control character (deviceIdField): PostgreSQL's text could not even hold U+0000.
+  if (!text.startsWith(CURSOR_PREFIX) || deviceId.length === 0 || deviceId.length > MAX_DEVICE_ID || NOT_PRINTABLE.test(deviceId) || encodeCursor(deviceId) !== cursor) throw bad();
   return deviceId;
 }
 
@@ -55,7 +64,8 @@ function secondsAgo(q: Map<string, string>, key: string, nowMs: number): number 
   if (text === undefined) return undefined;
   const ms = parseDuration(text);
   if (ms === undefined || ms <= 0) throw new UpdaterError('INVALID_FIELD', `${key} must be a duration like 15m, 24h or 7d`, { field: key });
-  return Math.floor((nowMs - ms) / 1000);
+  // Digits are unbounded: a duration longer than the epoch's age means since the first device ever seen (PostgreSQL's bigint holds no 1e22 seconds, nor -Infinity).
+  return Math.max(0, Math.floor((nowMs - ms) / 1000));
 }
 
 /** `GET /admin/devices?artifact=&version_hash=&seen_within=&not_seen_for=&limit=&after=&group=` */
@@ -112,6 +122,7 @@ export function parseDeviceId(segment: string): string {
   } catch {
     throw new UpdaterError('INVALID_FIELD', 'the device id in the path is not valid percent-encoding', { field: 'device_id' });
   }
-  if (id.length === 0 || id.length > MAX_DEVICE_ID) throw new UpdaterError('INVALID_FIELD', `device_id must be 1 to ${MAX_DEVICE_ID} characters`, { field: 'device_id' });
-  return id;
+  // The heartbeat's own rule: an id no device can have (a control character, which PostgreSQL's
+  // text cannot even hold as U+0000) is a 400 here, not a database error.
+  return deviceIdField(id, 'device_id');
 }
