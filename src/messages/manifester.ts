@@ -19,7 +19,7 @@ export interface HeartbeatBatch {
   readonly deviceIds: readonly string[];
   readonly versionHashes: readonly string[];
   readonly artifacts: readonly string[];
-  /** Each heartbeat's delta_formats joined by commas ('' when it named none): one string, not an array per heartbeat. */
+  /** Each heartbeat's delta_formats joined by commas, names with a comma left out ('' when none is left): one string, not an array per heartbeat. */
   readonly formats?: readonly string[];
   /** Each heartbeat's rollout route as the front-end took it ('' when it took none; src/shared/decision/route.ts). */
   readonly routes?: readonly string[];

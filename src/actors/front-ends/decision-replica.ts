@@ -43,7 +43,7 @@ export interface ReplicaSettings<T> {
 export class DecisionReplica<T> {
   private snapshot: DecisionSnapshot<T> | undefined;
   private store: StoreQuery<TransferInfo> | undefined;
-  /** Answers to devices outside their window, by target and seconds: devices of one zone share them. */
+  /** Answers to devices outside their window, by track and seconds: devices of one zone share them. */
   private waits = new Map<string, T>();
 
   constructor(
@@ -89,7 +89,7 @@ export class DecisionReplica<T> {
     if (rollout && routed) {
       if (routed.route === 'wait') {
         this.counters.routed('wait');
-        return this.waitAnswer(track.target, routed.waitSeconds);
+        return this.waitAnswer(key!, track.target, routed.waitSeconds);
       }
       // An offer of the rollout's target: the manifester records who was offered what.
       if (routed.route === 'target' && request.versionHash !== rollout.target.hash) return Hop.target;
@@ -135,8 +135,12 @@ export class DecisionReplica<T> {
     return { deviceId: request.deviceId, versionHash: request.versionHash, attributes, memberOf: (group) => facts.memberOf(group, device, Date.now()) };
   }
 
-  private waitAnswer(target: TargetAnswers<T>, seconds: number): T {
-    const key = `${target.hash}|${seconds}`;
+  /**
+   * Keyed by the track, not by the target's hash: two tracks may serve the same bytes, and each
+   * answer names its own track and carries that track's release statement.
+   */
+  private waitAnswer(track: string, target: TargetAnswers<T>, seconds: number): T {
+    const key = `${track}|${seconds}`;
     let body = this.waits.get(key);
     if (body === undefined) {
       if (this.waits.size >= MAX_WAIT_ANSWERS) this.waits = new Map();

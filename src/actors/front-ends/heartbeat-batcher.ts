@@ -21,6 +21,20 @@ interface Waiting<T> {
   reject(err: unknown): void;
 }
 
+/**
+ * A heartbeat's delta_formats as HeartbeatBatch.formats carries them, joined by commas. A name
+ * with a comma in it is no format the server offers, so it is skipped here as chooseFormat
+ * would skip it: split again by the manifester, it would become names that may be offered.
+ */
+function formatsText(names: readonly string[]): string {
+  let text = '';
+  for (const name of names) {
+    if (name.includes(',')) continue;
+    text = text === '' ? name : `${text},${name}`;
+  }
+  return text;
+}
+
 /** `T` is the answer body the front-end asked for: JSON text (HTTP) or CBOR bytes (CoAP). */
 export class HeartbeatBatcher<T> {
   private queue: Waiting<T>[] = [];
@@ -58,7 +72,7 @@ export class HeartbeatBatcher<T> {
       versionHashes[i] = r.versionHash;
       artifacts[i] = r.artifact;
       // Sent only when some heartbeat of the batch named formats: the batches of old devices stay as they were.
-      if (r.deltaFormats) (formats ??= new Array<string>(n).fill(''))[i] = r.deltaFormats.join(',');
+      if (r.deltaFormats) (formats ??= new Array<string>(n).fill(''))[i] = formatsText(r.deltaFormats);
       if (r.route) (routes ??= new Array<string>(n).fill(''))[i] = r.route;
     }
     this.out = true;

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Gauge } from 'prom-client';
 import type { TargetingIndex } from '../../messages/targeting-index.js';
-import { CountLru } from '../../shared/lru.js';
+import { ByteLru } from '../../shared/lru.js';
 import { NO_ATTRIBUTES, type Attributes } from '../../shared/targeting/attributes.js';
 import { matches } from '../../shared/targeting/filter.js';
 import type { ActorContext } from '../runtime.js';
@@ -10,18 +10,29 @@ import type { ActorContext } from '../runtime.js';
 // (docs/rollouts.md, "Targeting"): the fleet's targeting index (group filters, the tags of
 // tagged devices), followed by long poll, and the attributes each device last carried in a
 // heartbeat to this front-end (a heartbeat without attributes is judged on those). Both are
-// bounded by `fleet.targeting_index_mb`.
+// bounded by `fleet.targeting_index_mb`: the remembered attributes by what each set weighs, since
+// a device may send 32 entries of 64-character keys and 128-character values (about 14 KiB as
+// counted below), not by a count of devices.
 
 const RETRY_MS = 1_000;
-/** A remembered device's attributes with its id and map entry, for sizing the memory by the budget. */
+/** A remembered device: its map entry and the attribute object's header, beside the text counted below. */
 const REMEMBERED_BYTES = 256;
+/** One attribute's property slot and the headers of its key and value strings, beside their text. */
+const ATTRIBUTE_BYTES = 48;
+
+/** What a remembered set costs the heap, at most: every text at two bytes a UTF-16 unit (V8 keeps non-Latin text so). */
+function rememberedBytes(deviceId: string, attributes: Attributes): number {
+  let bytes = REMEMBERED_BYTES + 2 * deviceId.length;
+  for (const key in attributes) bytes += ATTRIBUTE_BYTES + 2 * (key.length + attributes[key]!.length);
+  return bytes;
+}
 
 export class TargetingFacts {
   private index: TargetingIndex | undefined;
-  private readonly carried: CountLru<string, Attributes>;
+  private readonly carried: ByteLru<string, Attributes>;
 
   constructor(budgetBytes: number) {
-    this.carried = new CountLru(Math.max(1, Math.floor(budgetBytes / REMEMBERED_BYTES)));
+    this.carried = new ByteLru(budgetBytes);
   }
 
   get version(): string {
@@ -29,7 +40,7 @@ export class TargetingFacts {
   }
 
   get bytes(): number {
-    return (this.index?.bytes ?? 0) + this.carried.size * REMEMBERED_BYTES;
+    return (this.index?.bytes ?? 0) + this.carried.usedBytes;
   }
 
   apply(index: TargetingIndex): void {
@@ -39,7 +50,8 @@ export class TargetingFacts {
   /** The attributes to judge this heartbeat by: its own (remembered), else the last it carried here. */
   attributesOf(deviceId: string, carried: Attributes | undefined): Attributes {
     if (carried !== undefined) {
-      this.carried.set(deviceId, carried);
+      // A set larger than the whole budget (a tiny budget) is not remembered, nor is an older one kept.
+      if (!this.carried.set(deviceId, carried, rememberedBytes(deviceId, carried))) this.carried.delete(deviceId);
       return carried;
     }
     return this.carried.get(deviceId) ?? NO_ATTRIBUTES;

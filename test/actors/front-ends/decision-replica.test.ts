@@ -149,3 +149,38 @@ t.test('an empty snapshot answers nothing: every heartbeat goes to the manifeste
   t.equal(replica.answer(requests[0]!), Hop.plain, 'before the first snapshot');
   t.equal(replica.version, '');
 });
+
+t.test('two tracks with the same target, both outside their window: each is answered as itself', async (t) => {
+  // The same build on two tracks (say app and app-lab), each rolling out in the same night
+  // window: a device of either waits with the retry_after of its window, and its answer names
+  // its own track and carries that track's release statement, as the manifester's does.
+  const nowMs = 1_790_000_000_000;
+  const statements = new ReleaseStatements(seed, 3600, { signed: () => undefined }, () => nowMs);
+  const clock = new WindowClock(() => nowMs);
+  const tracks = new TrackTable((all) => statements.sync(all));
+  const view = new StoreView(() => undefined);
+  const manifester = new Manifester(config, log, tracks, view, new SignedManifests(seed, 1000), { ensureDelta: () => undefined, ensureFull: () => undefined },
+    createDecisionCounters(new Registry()), statements, { offered: () => undefined }, clock);
+  const hour = (new Date(nowMs).getUTCHours() + 2) % 24;
+  const hh = (h: number) => `${String(h).padStart(2, '0')}:00`;
+  const plan = parseRolloutPlan({ steps: [50, 100], step_interval: '1h', window: { start: hh(hour), end: hh((hour + 1) % 24), tz: 'UTC' } });
+  for (const key of ['app', 'app-lab']) {
+    const target = (hash: string, version: string): PublishedTarget => ({ key, name: key, os: '', arch: '', version, hash, size: SIZE, source: 'api', binary: `/srv/${key}` });
+    const before = tracks.publish(target(A, '1'), 3).track;
+    tracks.publish({ ...target(B, '2'), rollout: startRollout(plan, { hash: B, version: '2', size: SIZE }, successorBasis(before), nowMs) }, 3);
+  }
+  view.applySnapshot({ seq: 1, binaries: [A, B].map((hash) => ({ hash, size: SIZE })) as never, transfers: [] });
+  for (const encoding of ['json', 'cbor'] as const) {
+    const replica = new DecisionReplica<string | Uint8Array>({ offered: formatsOffered('native'), capBytes: CAP, allowFullDownload: true, encode: encoders[encoding] as (m: unknown) => string | Uint8Array }, createDecisionCounters(new Registry()), clock);
+    replica.apply(buildSnapshot('v', encoding, { manifester, tracks, view }));
+    for (const artifact of ['app', 'app-lab']) {
+      const request: HeartbeatRequest = { deviceId: 'dev-1', versionHash: A, artifact };
+      const own = replica.answer(request);
+      t.notOk(own instanceof Hop, `${artifact}, ${encoding}: answered from the snapshot`);
+      const theirs = manifester.encoded(manifester.heartbeat(request), encoding);
+      const same = encoding === 'json' ? own === theirs : Buffer.from(own as Uint8Array).equals(Buffer.from(theirs as Uint8Array));
+      t.ok(same, `${artifact}, ${encoding}: the manifester's own answer, byte for byte`);
+      if (encoding === 'json') t.equal(JSON.parse(own as string).artifact, artifact, 'the answer names the track asked for');
+    }
+  }
+});

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { HeartbeatBatcher } from '../../../src/actors/front-ends/heartbeat-batcher.js';
 import type { HeartbeatAnswers, HeartbeatBatch, HeartbeatRequest } from '../../../src/messages/manifester.js';
+import { chooseFormat, formatsOffered } from '../../../src/shared/delta-formats.js';
 import { serializeError, UpdaterError } from '../../../src/shared/errors.js';
 
 const request = (n: number): HeartbeatRequest => ({ deviceId: `d${n}`, versionHash: String(n).padStart(64, '0'), artifact: n === 2 ? 'nope' : '' });
@@ -71,4 +72,27 @@ t.test('an answer with fewer bodies than heartbeats rejects the ones left withou
   const settled = await Promise.allSettled([batcher.heartbeat(request(0)), batcher.heartbeat(request(1))]);
   t.equal(outcome(settled[0]!), 'only one');
   t.match((settled[1] as PromiseRejectedResult).reason.message, /fewer heartbeats than asked/);
+});
+
+t.test('the formats a heartbeat names reach the manifester meaning what they meant to the front-end', async (t) => {
+  // HeartbeatBatch.formats joins each heartbeat's names with commas and the manifester splits
+  // them again. A device may send a name with a comma in it (one string "bsdiff-lzma,bsdiff40"
+  // where it meant a list): to the front-end that is one name it does not know, skipped, so it
+  // answers bsdiff40 (docs/protocol.md); the manifester must choose the same format, not the
+  // two names the split makes of it.
+  const asked: HeartbeatBatch[] = [];
+  const batcher = new HeartbeatBatcher(async (batch) => {
+    asked.push(batch);
+    return answer(batch);
+  });
+  const lists = [['bsdiff-lzma,bsdiff40'], ['x,bsdiff-lzma', 'bsdiff40'], ['bsdiff-lzma'], [',', 'bsdiff40'], ['bsdiff40', 'bsdiff-lzma']];
+  await Promise.all(lists.map((deltaFormats, n) => batcher.heartbeat({ ...request(n === 2 ? 9 : n), deltaFormats })));
+  const offered = formatsOffered('native');
+  t.equal(asked.length, 1);
+  const sent = asked[0]!.formats!;
+  lists.forEach((names, i) => {
+    const read = sent[i] ? sent[i]!.split(',') : undefined;
+    t.equal(chooseFormat(read, offered), chooseFormat(names, offered), `${JSON.stringify(names)}: the manifester chooses what the front-end chose`);
+  });
+  t.equal(sent[2], 'bsdiff-lzma', 'names without commas travel as before');
 });
