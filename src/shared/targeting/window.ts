@@ -1,12 +1,13 @@
 import type { ErrorCode } from '../errors.js';
 import type { Attributes } from './attributes.js';
 import { refuse } from './names.js';
-import { instantsOf, isTimeZone, wallClock } from './zone.js';
+import { instantsOf, isTimeZone, wallClock, type WallClock } from './zone.js';
 
 // A rollout's maintenance window (docs/rollouts.md, "Maintenance windows"): the days it opens
 // on, a start and an end time of day, and the zone whose wall clock they are read on, an IANA
 // zone or the device's own (`tz` attribute). The wall clock decides: when clocks jump forward
-// over the start the window opens at the jump, when they go back it may open twice.
+// over the start the window opens at the jump (and not that day when they jump over its end
+// too), when they go back it may open twice.
 
 export const DAY_NAMES = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 export type DayName = typeof DAY_NAMES[number];
@@ -74,18 +75,23 @@ export function windowState(window: MaintenanceWindow, zone: string, nowMs: numb
   const start = minutes(window.start);
   const end = minutes(window.end);
   const opensOn = new Set(window.days.map((day) => DAY_NAMES.indexOf(day)));
+  const openAt = (clock: WallClock): boolean => {
+    const yesterday = (clock.weekday + 6) % 7;
+    return start < end
+      ? opensOn.has(clock.weekday) && clock.minuteOfDay >= start && clock.minuteOfDay < end
+      : (opensOn.has(clock.weekday) && clock.minuteOfDay >= start) || (opensOn.has(yesterday) && clock.minuteOfDay < end);
+  };
   const now = wallClock(zone, nowMs);
-  const yesterday = (now.weekday + 6) % 7;
-  const open = start < end
-    ? opensOn.has(now.weekday) && now.minuteOfDay >= start && now.minuteOfDay < end
-    : (opensOn.has(now.weekday) && now.minuteOfDay >= start) || (opensOn.has(yesterday) && now.minuteOfDay < end);
-  if (open) return { open: true, opensInSeconds: 0 };
-  // The next opening is the start of the window on one of the next eight local dates.
-  for (let ahead = 0; ahead <= 8; ahead++) {
+  if (openAt(now)) return { open: true, opensInSeconds: 0 };
+  // The next opening is the start of the window on one of the next fifteen local dates. A start
+  // the clocks jump over opens at the jump, unless the end lies in the skipped hour too: the
+  // window is then not open at the jump, and not on that date at all, so a window of one day a
+  // week may next open two weeks on (clocks change at most a few times a year).
+  for (let ahead = 0; ahead <= 14; ahead++) {
     if (!opensOn.has((now.weekday + ahead) % 7)) continue;
-    const next = instantsOf(zone, now.year, now.month, now.day + ahead, start).find((at) => at > nowMs);
+    const next = instantsOf(zone, now.year, now.month, now.day + ahead, start).find((at) => at > nowMs && openAt(wallClock(zone, at)));
     if (next !== undefined) return { open: false, opensInSeconds: Math.max(1, Math.ceil((next - nowMs) / 1000)) };
   }
-  /* c8 ignore next: a day of the list recurs within eight dates */
+  /* c8 ignore next: a day of the list recurs within fifteen dates */
   return { open: false, opensInSeconds: 7 * 86_400 };
 }

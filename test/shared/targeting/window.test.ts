@@ -25,8 +25,17 @@ t.test('Berlin springs forward over the window\'s start (2026-03-29, 02:00 CET â
   t.same(state(w, 'Europe/Berlin', '2026-03-29T01:00:00Z'), { open: true, opensInSeconds: 0 }, '03:00 CEST is inside');
   t.same(state(w, 'Europe/Berlin', '2026-03-29T02:00:00Z'), { open: false, opensInSeconds: 22 * 3600 }, '04:00 CEST closes it; the next 02:00 CEST is 00:00Z');
   const half = win({ start: '02:30', end: '02:45', tz: 'Europe/Berlin' });
-  t.same(state(half, 'Europe/Berlin', '2026-03-29T00:00:00Z'), { open: false, opensInSeconds: 3600 }, 'a window wholly inside the gap: the wall clock never shows 02:30 on that day, so it opens at the jump');
-  t.same(state(half, 'Europe/Berlin', '2026-03-29T01:00:00Z'), { open: false, opensInSeconds: 24 * 3600 - 30 * 60 }, 'but 03:00 is past its end, so it is closed and opens at 02:30 CEST the next day (00:30Z)');
+  // A window wholly inside the gap: the wall clock never shows 02:30 to 02:45 on that day, and
+  // at the jump (03:00) it is past the end, so the window does not open that day. The answer
+  // must not send a device back at the jump only to find the window closed.
+  t.same(state(half, 'Europe/Berlin', '2026-03-29T00:00:00Z'), { open: false, opensInSeconds: 24 * 3600 + 30 * 60 }, 'it next opens at 02:30 CEST the next day (00:30Z on 03-30), not at the jump');
+  t.same(state(half, 'Europe/Berlin', '2026-03-29T01:00:00Z'), { open: false, opensInSeconds: 24 * 3600 - 30 * 60 }, 'at the jump it is closed and opens at 02:30 CEST the next day (00:30Z)');
+  const sundays = win({ days: ['sun'], start: '02:10', end: '02:50', tz: 'Europe/Berlin' });
+  t.same(state(sundays, 'Europe/Berlin', '2026-03-28T12:00:00Z'), { open: false, opensInSeconds: 8 * 86_400 + 10 * 60 - 12 * 3600 }, 'a Sunday-only window skipped by the jump opens the Sunday after (04-05, 00:10Z)');
+  t.same(state(sundays, 'America/New_York', '2026-03-07T00:10:00Z'), { open: false, opensInSeconds: 8 * 86_400 + 6 * 3600 }, 'read in New York on a Friday evening, where 03-08 skips it: 02:10 EDT on 03-15 (06:10Z), nine local dates on');
+  const ending = win({ start: '01:30', end: '02:30', tz: 'Europe/Berlin' });
+  t.same(state(ending, 'Europe/Berlin', '2026-03-29T00:59:59Z'), { open: true, opensInSeconds: 0 }, 'a window whose end the clocks jump over is open until the jump');
+  t.same(state(ending, 'Europe/Berlin', '2026-03-29T01:00:00Z'), { open: false, opensInSeconds: 22 * 3600 + 30 * 60 }, 'and closed from it: the next 01:30 CEST is 23:30Z');
 });
 
 t.test('Berlin falls back over the window (2026-10-25, 03:00 CEST â†’ 02:00 CET): it opens twice', async (t) => {
