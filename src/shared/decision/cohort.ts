@@ -14,5 +14,14 @@ export function cohortBucket(deviceId: string, targetHash: string): number {
 export function inCohort(deviceId: string, targetHash: string, percent: number): boolean {
   if (percent >= 100) return true;
   if (percent <= 0) return false;
-  return cohortBucket(deviceId, targetHash) < percent * 100;
+  return admitsBucket(cohortBucket(deviceId, targetHash), percent);
+}
+
+/**
+ * Whether a percent admits a bucket. A percent has two decimals at most (rollout-plan.ts), so
+ * percent * 100 stands for a whole number of hundredths; the product of binary floats may land
+ * either side of it (0.07 * 100 is 7.000000000000001), so it is rounded, not compared as it is.
+ */
+export function admitsBucket(bucket: number, percent: number): boolean {
+  return bucket < Math.round(percent * 100);
 }

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import t from 'tap';
-import { cohortBucket, inCohort } from '../../../src/shared/decision/cohort.js';
+import { admitsBucket, cohortBucket, inCohort } from '../../../src/shared/decision/cohort.js';
 import { needs } from '../../helpers/system-tools.js';
 
 const T = '3f'.repeat(32);
 const ids = Array.from({ length: 400 }, (_, i) => (i % 7 === 0 ? `gerät-ü-${i}` : `dev-${i.toString().padStart(4, '0')}`));
-const PERCENTS = [0, 0.01, 5, 10, 12.34, 50, 99.99, 100];
+const PERCENTS = [0, 0.01, 0.07, 0.57, 1.15, 5, 10, 12.34, 50, 99.99, 100];
 
 // The formula of docs/rollouts.md ("Who gets the new build") computed by another implementation: Python's hashlib and
 // struct, fed the same ids as UTF-8. Any difference in byte order, encoding or the
@@ -16,7 +16,9 @@ doc = json.load(sys.stdin)
 out = []
 for d in doc["ids"]:
     bucket = struct.unpack(">I", hashlib.sha256((d + ":" + doc["target"]).encode("utf-8")).digest()[0:4])[0] % 10000
-    out.append({"bucket": bucket, "in": [bucket < p * 100 for p in doc["percents"]]})
+    # A percent has two decimals at most: p * 100 is read as the whole number of hundredths it
+    # stands for, since the product of binary floats may fall either side of it (0.07 * 100).
+    out.append({"bucket": bucket, "in": [bucket < round(p * 100) for p in doc["percents"]]})
 print(json.dumps(out))
 `;
 
@@ -58,4 +60,18 @@ t.test('the cohort spreads devices evenly and depends on the target', async (t) 
   const other = 'a1'.repeat(32);
   const same = many.slice(0, 2000).filter((id) => inCohort(id, T, 10) === inCohort(id, other, 10)).length;
   t.ok(same < 2000, 'another target draws another cohort');
+});
+
+t.test('a percent of two decimals admits exactly that many hundredths of the buckets', async (t) => {
+  // 0.07 * 100 is 7.000000000000001 in binary floats: compared as it is, bucket 7 would be in
+  // the cohort of 0.07 %, eight buckets instead of seven. Every percent the API takes is checked.
+  const wrong: string[] = [];
+  for (let hundredths = 1; hundredths < 10_000; hundredths++) {
+    const percent = Number((hundredths / 100).toFixed(2));
+    if (!admitsBucket(hundredths - 1, percent) || admitsBucket(hundredths, percent)) wrong.push(String(percent));
+  }
+  t.same(wrong, [], 'each percent p admits the buckets below p * 100 and not the one at it');
+  const seventh = Array.from({ length: 100_000 }, (_, i) => `unit-${i}`).find((id) => cohortBucket(id, T) === 7)!;
+  t.notOk(inCohort(seventh, T, 0.07), `a device of bucket 7 (${seventh}) is not in the cohort of 0.07 %`);
+  t.ok(inCohort(seventh, T, 0.08), 'and is in that of 0.08 %');
 });
