@@ -107,7 +107,11 @@ export class Manifester {
     // the table runs exactly as decide.ts has it.
     if (track && rollout && rollout.state !== 'complete') {
       // The front-end routed it already, with the device's group memberships (src/actors/front-ends/targeting-facts.ts).
-      const routed = request.route ?? routeDevice(rollout, request, this.clock);
+      // Its snapshot may be older than a pause or abort that reached this thread first: the
+      // target is offered only while the rollout runs here.
+      const routed = request.route !== undefined && (request.route !== 'target' || rollout.state === 'running')
+        ? request.route
+        : routeDevice(rollout, request, this.clock);
       const route = typeof routed === 'string' ? routed : routed.route;
       this.metrics.routed(route);
       if (route === 'wait') return { manifest: { ...this.noUpdate(track), retry_after: (routed as Routed).waitSeconds }, target: track };

@@ -184,3 +184,24 @@ t.test('two tracks with the same target, both outside their window: each is answ
     }
   }
 });
+
+t.test('a route taken from a snapshot older than an abort or a pause does not offer the target', async (t) => {
+  // A front-end routes from the snapshot it holds; the operator's abort reaches the manifester
+  // first, and the heartbeat that the front-end routed to the target just before its new
+  // snapshot arrived comes to the manifester with that route. The manifester, which owns the
+  // rollout, must not offer the target the operator just stopped.
+  for (const [action, rollback] of [['abort', false], ['abort', true], ['pause', false]] as const) {
+    const w = world();
+    const replica = new DecisionReplica<string | Uint8Array>({ offered: formatsOffered('native'), capBytes: CAP, allowFullDownload: true, encode: JSON.stringify }, createDecisionCounters(new Registry()), w.clock);
+    replica.apply(buildSnapshot('v', 'json', w));
+    const request = requests.find((r) => r.artifact === 'roll' && r.versionHash === A && inCohort(r.deviceId, C, 50))!;
+    const hop = replica.answer(request);
+    t.equal(hop, Hop.target, 'the front-end routes a device of the cohort to the target, and leaves the offer to the manifester');
+    const roll = w.tracks.get('roll')!;
+    w.tracks.restore({ ...roll, rollout: applyAction(roll.rollout!, action, rollback, 0) });
+    const answer = JSON.parse(w.manifester.encoded(w.manifester.heartbeat({ ...request, route: (hop as Hop).route }), 'json') as string) as Record<string, unknown>;
+    const own = JSON.parse(w.manifester.encoded(w.manifester.heartbeat(request), 'json') as string) as Record<string, unknown>;
+    t.not(answer.target_hash, C, `${action}${rollback ? ' with rollback' : ''}: the stopped target is not offered`);
+    t.same(answer, own, `${action}${rollback ? ' with rollback' : ''}: the answer is the manifester's own routing`);
+  }
+});
