@@ -90,12 +90,12 @@ async function install(ctx: AgentContext, update: SignedUpdate, active: SlotName
     if (update.mode === 'delta') await applyDelta(ctx.config.slotDir, transferPath, slots.path(active), targetPath, update.format);
     else await applyFull(transferPath, slots.path(active), targetPath);
   } catch (err) {
+    // The slot was written part-way, whatever stopped it: it goes, or after ENOSPC it would keep
+    // the disk full (the device's services, and the agent's own state, could write nothing).
+    await rm(targetPath, { force: true });
     // A patch that does not apply (corrupt, of either format) is as wrong as a wrong rebuild:
-    // the partial slot goes, and so does the transfer, which would fail the same way again.
-    if (isUpdaterError(err) && err.code === 'AGENT_RECONSTRUCTION_MISMATCH') {
-      await rm(targetPath, { force: true });
-      await downloader.discard();
-    }
+    // the transfer goes too, as it would fail the same way again.
+    if (isUpdaterError(err) && err.code === 'AGENT_RECONSTRUCTION_MISMATCH') await downloader.discard();
     throw err;
   }
   faultPoint('after-patch');

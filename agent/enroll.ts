@@ -75,16 +75,21 @@ export class EnrolledTransport implements Transport {
       return answer.token;
     }
     if (answer.state === 'pending') {
-      const retryAfter = typeof answer.retry_after === 'number' && answer.retry_after > 0 ? answer.retry_after : 60;
+      // Whole seconds, as the protocol has them: a fraction (or NaN, or Infinity over CBOR) would make the loop spin.
+      const retryAfter = Number.isSafeInteger(answer.retry_after) && (answer.retry_after as number) > 0 ? answer.retry_after as number : 60;
       throw new UpdaterError('AGENT_ENROLLMENT_PENDING', `the device key ${request.publicKey} waits for an operator to accept it; asking again in ${retryAfter} s`, { retryAfterSeconds: retryAfter });
     }
     throw new UpdaterError('AGENT_REQUEST_REFUSED', `${this.name}: the auth answer has neither a token nor a pending state`);
   }
 }
 
-/** The server's retry_after of a pending enrollment, in milliseconds; undefined for another error. */
-export function enrollmentRetryMs(err: unknown): number | undefined {
+/**
+ * The server's retry_after of a pending enrollment, in milliseconds, but never longer than
+ * `intervalMs` (as the retry_after of a heartbeat): a timer past 2^31-1 ms fires after 1 ms, so
+ * a server's "35 days" would have the agent ask a thousand times a second. Undefined for another error.
+ */
+export function enrollmentRetryMs(err: unknown, intervalMs: number): number | undefined {
   if (!isUpdaterError(err) || err.code !== 'AGENT_ENROLLMENT_PENDING') return undefined;
   const seconds = err.details?.retryAfterSeconds;
-  return typeof seconds === 'number' ? seconds * 1000 : undefined;
+  return typeof seconds === 'number' ? Math.min(seconds * 1000, intervalMs) : undefined;
 }

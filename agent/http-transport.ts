@@ -6,6 +6,29 @@ import { transportError, type DownloadSink, type Transport } from './transport.j
 
 /** A manifest is a few hundred bytes; a larger answer is refused before it is parsed. */
 const MAX_MANIFEST_BYTES = 64 * 1024;
+/** What of a refusal's body is read for its message. */
+const MAX_REFUSAL_BYTES = 1024;
+
+/**
+ * The body as text, read only up to `limit` bytes: a longer body (a server or a man in the middle
+ * can send gigabytes) is dropped unread, and `whole` is false. A failed read throws.
+ */
+async function readBounded(response: Response, limit: number): Promise<{ text: string; whole: boolean }> {
+  if (!response.body) return { text: '', whole: true };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for (;;) {
+    const next = await reader.read();
+    if (next.done) return { text: Buffer.concat(chunks).toString('utf8'), whole: true };
+    chunks.push(next.value);
+    length += next.value.length;
+    if (length > limit) {
+      await reader.cancel().catch(() => undefined);
+      return { text: Buffer.concat(chunks).subarray(0, limit).toString('utf8'), whole: false };
+    }
+  }
+}
 
 type Fetch = (url: string, init: RequestInit) => Promise<Response>;
 
@@ -51,7 +74,7 @@ export class HttpTransport implements Transport {
   }
 
   private async refuse(response: Response, what: string): Promise<never> {
-    const text = await response.text().catch(() => '');
+    const { text } = await readBounded(response, MAX_REFUSAL_BYTES).catch(() => ({ text: '' }));
     const message = `http: ${what} answered ${response.status}: ${text.slice(0, 200)}`;
     // A server that cannot serve (5xx) is treated like an unreachable one: the other transport may work.
     if (response.status >= 500) throw new UpdaterError('AGENT_TRANSPORT_FAILED', message, { transport: 'http', status: response.status });
@@ -64,13 +87,14 @@ export class HttpTransport implements Transport {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal,
     }, 'heartbeat');
     if (response.status !== 200) return this.refuse(response, 'heartbeat');
-    let text: string;
+    let read: { text: string; whole: boolean };
     try {
-      text = await response.text();
+      read = await readBounded(response, MAX_MANIFEST_BYTES);
     } catch (err) {
       throw transportError('http', 'heartbeat', err);
     }
-    if (text.length > MAX_MANIFEST_BYTES) throw new UpdaterError('AGENT_MANIFEST_INVALID', `the manifest is ${text.length} bytes long`);
+    if (!read.whole) throw new UpdaterError('AGENT_MANIFEST_INVALID', `the manifest is longer than ${MAX_MANIFEST_BYTES} bytes`);
+    const text = read.text;
     try {
       return JSON.parse(text);
     } catch {
@@ -84,8 +108,15 @@ export class HttpTransport implements Transport {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request), signal: AbortSignal.timeout(timeoutMs),
     }, 'auth');
     if (response.status !== 200 && response.status !== 202) return this.refuse(response, 'auth');
+    let read: { text: string; whole: boolean };
     try {
-      return await response.json() as Record<string, unknown>;
+      read = await readBounded(response, MAX_MANIFEST_BYTES);
+    } catch (err) {
+      throw transportError('http', 'auth', err);
+    }
+    if (!read.whole) throw new UpdaterError('AGENT_MANIFEST_INVALID', `the auth answer is longer than ${MAX_MANIFEST_BYTES} bytes`);
+    try {
+      return JSON.parse(read.text) as Record<string, unknown>;
     } catch (err) {
       throw transportError('http', 'auth', err);
     }
@@ -94,12 +125,12 @@ export class HttpTransport implements Transport {
   async keys(timeoutMs: number): Promise<unknown> {
     const response = await this.request('/keys', { signal: AbortSignal.timeout(timeoutMs) }, 'keys');
     if (response.status !== 200) return this.refuse(response, 'keys');
-    const text = await response.text().catch((err: unknown) => {
+    const read = await readBounded(response, MAX_MANIFEST_BYTES).catch((err: unknown) => {
       throw transportError('http', 'keys', err);
     });
-    if (text.length > MAX_MANIFEST_BYTES) throw new UpdaterError('AGENT_MANIFEST_INVALID', `GET /keys answered ${text.length} bytes`);
+    if (!read.whole) throw new UpdaterError('AGENT_MANIFEST_INVALID', `GET /keys answered more than ${MAX_MANIFEST_BYTES} bytes`);
     try {
-      return JSON.parse(text);
+      return JSON.parse(read.text);
     } catch {
       throw new UpdaterError('AGENT_MANIFEST_INVALID', 'GET /keys did not answer JSON');
     }
@@ -111,7 +142,7 @@ export class HttpTransport implements Transport {
       signal: AbortSignal.timeout(timeoutMs),
     }, 'report');
     if (response.status !== 204 && response.status !== 200) await this.refuse(response, 'report');
-    await response.arrayBuffer().catch(() => undefined);
+    await readBounded(response, MAX_REFUSAL_BYTES).catch(() => undefined);
   }
 
   async download(endpoint: string, offset: number, expectedSize: number, sink: DownloadSink, signal: AbortSignal): Promise<void> {
@@ -119,7 +150,7 @@ export class HttpTransport implements Transport {
     const response = await this.request(endpoint, { headers, signal }, `GET ${endpoint}`);
     if (response.status === 416 && offset > 0 && offset === expectedSize) {
       // Everything arrived before the link was cut; only the answer was lost.
-      await response.arrayBuffer().catch(() => undefined);
+      await readBounded(response, MAX_REFUSAL_BYTES).catch(() => undefined);
       await sink.begin(offset);
       return;
     }

@@ -65,7 +65,7 @@ export async function runCycle(ctx: AgentContext): Promise<CycleResult> {
     // ENOSPC may also surface from a state-file write, outside the download and patch code.
     const diskFull = (isUpdaterError(err) && err.code === 'AGENT_DISK_FULL') || (err as NodeJS.ErrnoException).code === 'ENOSPC';
     // A device waiting for an operator asks again when the server said, not on the error backoff.
-    ctx.state.backoffUntil = Date.now() + (enrollmentRetryMs(err) ?? retryDelay(ctx.state.consecutiveFailures, diskFull, ctx.config));
+    ctx.state.backoffUntil = Date.now() + (enrollmentRetryMs(err, ctx.config.intervalMs) ?? retryDelay(ctx.state.consecutiveFailures, diskFull, ctx.config));
     await ctx.store.save(ctx.state).catch((saveErr: Error) => ctx.log.error({ err: saveErr.message }, 'could not save agent state'));
     return { ok: false, ...(boot ? { boot } : {}), error: { code, message } };
   }
