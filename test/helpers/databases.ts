@@ -97,3 +97,21 @@ export async function openTestDatabase(t: { teardown(fn: () => Promise<void>): v
   });
   return db;
 }
+
+/**
+ * The databases of `replicas` fleet actors sharing one fresh database of the engine, each with
+ * its own connection (a pool on PostgreSQL), dropped when `t` ends. SQLite is one server's
+ * database: one connection, whatever `replicas` asks.
+ */
+export async function openTestReplicas(t: { teardown(fn: () => Promise<void>): void }, engine: Engine, replicas: number, prefix = 'updater-db-'): Promise<Kysely<Database>[]> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const target = await createTestDatabase(engine, dir);
+  const opened: Awaited<ReturnType<typeof openDatabase>>[] = [];
+  t.teardown(async () => {
+    for (const o of opened) await o.close();
+    await target.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  for (let i = 0; i < (engine === 'sqlite' ? 1 : replicas); i++) opened.push(await openDatabase(target.location));
+  return opened.map((o) => o.db);
+}
