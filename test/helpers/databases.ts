@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { openDatabase } from '../../src/shared/database/connect.js';
 import type { Database, Engine } from '../../src/shared/database/schema.js';
@@ -114,4 +114,15 @@ export async function openTestReplicas(t: { teardown(fn: () => Promise<void>): v
   });
   for (let i = 0; i < (engine === 'sqlite' ? 1 : replicas); i++) opened.push(await openDatabase(target.location));
   return opened.map((o) => o.db);
+}
+
+/** PostgreSQL: the sessions of `db`'s database waiting for a lock (a test's way to know a transaction is held up where it means it to be). */
+export async function lockWaiters(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
+  return rows[0]!.n;
+}
+
+/** Polls (each look a query or a check, not a sleep standing in for one) until `done` holds. */
+export async function until(done: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await done())) await new Promise((resolve) => setTimeout(resolve, 10));
 }

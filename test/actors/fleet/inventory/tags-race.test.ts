@@ -8,7 +8,7 @@ import type { Database } from '../../../../src/shared/database/schema.js';
 import { errorStatus } from '../../../../src/shared/errors.js';
 import { parseFilter } from '../../../../src/shared/targeting/filter.js';
 import { MAX_TAGS } from '../../../../src/shared/targeting/names.js';
-import { ENGINES, openTestReplicas } from '../../../helpers/databases.js';
+import { ENGINES, lockWaiters, openTestReplicas, until } from '../../../helpers/databases.js';
 
 // Tag writes from many operators at once, as a cluster's replicas take them (each replica's
 // fleet actor has its own pool on the one PostgreSQL database): PUT /admin/devices/{id}/tags
@@ -88,17 +88,6 @@ for (const engine of ENGINES) {
       t.ok((await tagsOf(dbs[0]!, 'd1')).length <= MAX_TAGS, `round ${round}: at most ${MAX_TAGS} tags`);
     }
   });
-}
-
-/** Polls (not a sleep: each look is a query) until `done` holds. */
-async function until(done: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await done())) await new Promise((resolve) => setTimeout(resolve, 10));
-}
-
-/** Sessions of this database waiting for a lock. */
-async function lockWaiters(db: Kysely<Database>): Promise<number> {
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
-  return rows[0]!.n;
 }
 
 // Played step by step rather than by a flood: the window is between setTags finding the device
