@@ -11,14 +11,26 @@ import type { Database } from '../../shared/database/schema.js';
 // itself and with every INSERT, UPDATE and DELETE of the table, not with reads, and every
 // statement after it reads what the transactions before it committed.
 
-/** The tables whose admin writes check, then act. */
-export type LockedTable = 'device_groups' | 'device_tags' | 'operator_tokens';
+/** What a check-then-act write locks: a table, or (pending_enrollments) an advisory lock of its own. */
+export type WriteLock = 'device_groups' | 'device_tags' | 'operator_tokens' | 'pending_enrollments';
 
-/** Runs `fn` in a transaction that, on PostgreSQL, holds `table` against other writers until it ends. */
-export async function writeLocked<T>(db: Kysely<Database>, table: LockedTable, fn: (tx: Transaction<Database>) => Promise<T>): Promise<T> {
+/**
+ * pg_advisory_xact_lock keys of the writes no table lock fits: a new device's pending row is
+ * counted against devices.max_pending, and device_identities is also written by every POST
+ * /auth of known devices, which must not wait for enrollments.
+ */
+const ADVISORY_KEYS: Partial<Record<WriteLock, number>> = {
+  pending_enrollments: 0x7570_656e, // "upen"
+};
+
+/** Runs `fn` in a transaction that, on PostgreSQL, holds `what` against other writers of it until it ends. */
+export async function writeLocked<T>(db: Kysely<Database>, what: WriteLock, fn: (tx: Transaction<Database>) => Promise<T>): Promise<T> {
   const postgres = driverOf(db).engine === 'postgres';
   return db.transaction().execute(async (tx) => {
-    if (postgres) await sql`lock table ${sql.table(table)} in share row exclusive mode`.execute(tx);
+    if (postgres) {
+      const key = ADVISORY_KEYS[what];
+      await (key === undefined ? sql`lock table ${sql.table(what)} in share row exclusive mode` : sql`select pg_advisory_xact_lock(${key})`).execute(tx);
+    }
     return fn(tx);
   });
 }

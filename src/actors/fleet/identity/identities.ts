@@ -5,6 +5,7 @@ import type { AuthRequest } from '../../../shared/device-identity/auth-request.j
 import { deviceIdHash } from '../../../shared/device-identity/token.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import type { Database, DeviceIdentitiesTable } from '../../../shared/database/schema.js';
+import { writeLocked } from '../write-lock.js';
 
 // Device identities in the fleet database: the enrollment decisions of docs/operations.md and
 // the operator's calls. Device-facing (authenticate) and operator-facing (the rest) queries
@@ -133,14 +134,22 @@ async function enroll(db: Db, request: AuthRequest, policy: EnrollmentPolicy, no
   const { enrollment, maxPending } = policy;
   if (enrollment === 'preauthorized') throw new UpdaterError('DEVICE_NOT_ACCEPTED', 'enrollment is preauthorized and no operator added this device');
   const state: AuthDecision = enrollment === 'open' ? 'accepted' : 'pending';
-  if (state === 'pending' && (await pendingCount(db, pendingSince(policy, now))) >= maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
-  const inserted = await db.transaction().execute(async (tx) => {
+  const since = pendingSince(policy, now);
+  // While full, a burst is refused here, at the cost of one count each and no lock.
+  if (state === 'pending' && (await pendingCount(db, since)) >= maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
+  const insert = async (tx: Db) => {
     const row = await tx.insertInto('device_identities')
       .values({ device_id: request.deviceId, public_key: request.publicKey, auth_state: state, last_auth_at: request.timestamp, created_at: now, updated_at: now })
       .onConflict((oc) => oc.column('device_id').doNothing()).returning('device_id').executeTakeFirst();
-    if (row && state === 'pending') await onNewPending(tx, request);
+    if (!row || state !== 'pending') return row;
+    // Counted again with the new row, under the lock of pending enrollments (write-lock.ts):
+    // the requests that all counted below the cap above, on every replica (or, on SQLite,
+    // interleaved on the one connection), take their turn here, and those past it are undone.
+    if ((await pendingCount(tx, since)) > maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
+    await onNewPending(tx, request);
     return row;
-  });
+  };
+  const inserted = state === 'pending' ? await writeLocked(db, 'pending_enrollments', insert) : await db.transaction().execute(insert);
   // Another request of the same id got in first (on this or another replica): decide against its row.
   if (!inserted) return authenticate(db, request, policy, now, onNewPending);
   return state;

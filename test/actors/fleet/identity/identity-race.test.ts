@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import type { Kysely } from 'kysely';
 import type { HeartbeatRecord } from '../../../../src/messages/fleet.js';
-import { rejectPending } from '../../../../src/actors/fleet/identity/bulk.js';
+import { deletePending, rejectPending } from '../../../../src/actors/fleet/identity/bulk.js';
 import * as ids from '../../../../src/actors/fleet/identity/identities.js';
 import * as q from '../../../../src/actors/fleet/inventory/queries.js';
 import type { AuthRequest } from '../../../../src/shared/device-identity/auth-request.js';
@@ -12,8 +12,8 @@ import { ENGINES, lockWaiters, openTestReplicas, until } from '../../../helpers/
 
 // Device identity writes from many callers at once, as a cluster's replicas take them (each
 // replica's fleet actor has its own pool on the one PostgreSQL database, at READ COMMITTED):
-// DELETE /admin/devices/{id}, POST /admin/devices/preauthorize and POST /admin/devices/reject.
-// Each read, then wrote.
+// DELETE /admin/devices/{id}, POST /admin/devices/preauthorize, POST /admin/devices/reject and
+// a burst of first POST /auth requests under manual enrollment. Each read, then wrote.
 
 const NOW = 1_800_000_000;
 const REPLICAS = 3;
@@ -70,6 +70,17 @@ for (const engine of ENGINES) {
       t.same([...added].sort(), [...list].sort(), `round ${round}: each id added by exactly one call`);
       const rows = await dbs[0]!.selectFrom('device_identities').selectAll().where('device_id', 'in', list).execute();
       t.ok(rows.length === list.length && rows.every((r) => r.auth_state === 'preauthorized' && keys.includes(r.public_key)), `round ${round}: every id preauthorized with a key it was given`);
+    }
+  });
+
+  t.test(`${engine}: a burst of new devices stops at max_pending`, async (t) => {
+    const dbs = await openTestReplicas(t, engine, REPLICAS, 'updater-identity-race-');
+    const policy: ids.EnrollmentPolicy = { enrollment: 'manual', maxPending: 5, pendingTtl: 3600 };
+    for (let round = 0; round < ROUNDS; round++) {
+      const results = await concurrently(dbs, 40, (db, i) => ids.authenticate(db, request(`burst-${round}-${i}`), policy, NOW, noEvent));
+      t.same(outcomes(results), { 200: 5, '429 DEVICE_PENDING_FULL': 35 }, `round ${round}: five pending, the rest refused`);
+      t.equal(await ids.pendingCount(dbs[0]!, 0), 5, `round ${round}: ${policy.maxPending} pending`);
+      await deletePending(dbs[0]!, {}, 0);
     }
   });
 
