@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { openDatabase } from '../../src/shared/database/connect.js';
 import type { Database, Engine } from '../../src/shared/database/schema.js';
@@ -96,4 +96,33 @@ export async function openTestDatabase(t: { teardown(fn: () => Promise<void>): v
     await rm(dir, { recursive: true, force: true });
   });
   return db;
+}
+
+/**
+ * The databases of `replicas` fleet actors sharing one fresh database of the engine, each with
+ * its own connection (a pool on PostgreSQL), dropped when `t` ends. SQLite is one server's
+ * database: one connection, whatever `replicas` asks.
+ */
+export async function openTestReplicas(t: { teardown(fn: () => Promise<void>): void }, engine: Engine, replicas: number, prefix = 'updater-db-'): Promise<Kysely<Database>[]> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const target = await createTestDatabase(engine, dir);
+  const opened: Awaited<ReturnType<typeof openDatabase>>[] = [];
+  t.teardown(async () => {
+    for (const o of opened) await o.close();
+    await target.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  for (let i = 0; i < (engine === 'sqlite' ? 1 : replicas); i++) opened.push(await openDatabase(target.location));
+  return opened.map((o) => o.db);
+}
+
+/** PostgreSQL: the sessions of `db`'s database waiting for a lock (a test's way to know a transaction is held up where it means it to be). */
+export async function lockWaiters(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
+  return rows[0]!.n;
+}
+
+/** Polls (each look a query or a check, not a sleep standing in for one) until `done` holds. */
+export async function until(done: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await done())) await new Promise((resolve) => setTimeout(resolve, 10));
 }

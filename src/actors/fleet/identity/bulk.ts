@@ -6,6 +6,9 @@ import type { Database } from '../../../shared/database/schema.js';
 // devices"): reject or delete every pending enrollment a filter names, in one statement, rather
 // than one call per id while genuine devices wait at DEVICE_PENDING_FULL. Only live pending
 // enrollments are touched: an expired one is already as if it had never been (identities.ts).
+// The ids answered are those this call changed: of concurrent calls (two operators, two
+// replicas) each id is answered by the one whose statement settled it, and an id accepted
+// between the read and the write is left out.
 
 type Db = Kysely<Database>;
 /** Each statement names its ids in chunks this size (SQLite allows 32,766 parameters). */
@@ -30,11 +33,13 @@ async function matching(db: Db, filter: PendingFilter, livePendingSince: number)
 export async function rejectPending(db: Db, filter: PendingFilter, livePendingSince: number, now: number): Promise<string[]> {
   return db.transaction().execute(async (tx) => {
     const ids = await matching(tx, filter, livePendingSince);
+    const done = new Set<string>();
     for (let i = 0; i < ids.length; i += CHUNK) {
-      await tx.updateTable('device_identities').set({ auth_state: 'rejected', updated_at: now })
-        .where('device_id', 'in', ids.slice(i, i + CHUNK)).where('auth_state', '=', 'pending').execute();
+      const rows = await tx.updateTable('device_identities').set({ auth_state: 'rejected', updated_at: now })
+        .where('device_id', 'in', ids.slice(i, i + CHUNK)).where('auth_state', '=', 'pending').returning('device_id').execute();
+      for (const row of rows) done.add(row.device_id);
     }
-    return ids;
+    return ids.filter((id) => done.has(id));
   });
 }
 
@@ -42,9 +47,12 @@ export async function rejectPending(db: Db, filter: PendingFilter, livePendingSi
 export async function deletePending(db: Db, filter: PendingFilter, livePendingSince: number): Promise<string[]> {
   return db.transaction().execute(async (tx) => {
     const ids = await matching(tx, filter, livePendingSince);
+    const done = new Set<string>();
     for (let i = 0; i < ids.length; i += CHUNK) {
-      await tx.deleteFrom('device_identities').where('device_id', 'in', ids.slice(i, i + CHUNK)).where('auth_state', '=', 'pending').execute();
+      const rows = await tx.deleteFrom('device_identities').where('device_id', 'in', ids.slice(i, i + CHUNK)).where('auth_state', '=', 'pending')
+        .returning('device_id').execute();
+      for (const row of rows) done.add(row.device_id);
     }
-    return ids;
+    return ids.filter((id) => done.has(id));
   });
 }

@@ -5,6 +5,7 @@ import type { AuthRequest } from '../../../shared/device-identity/auth-request.j
 import { deviceIdHash } from '../../../shared/device-identity/token.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import type { Database, DeviceIdentitiesTable } from '../../../shared/database/schema.js';
+import { writeLocked } from '../write-lock.js';
 
 // Device identities in the fleet database: the enrollment decisions of docs/operations.md and
 // the operator's calls. Device-facing (authenticate) and operator-facing (the rest) queries
@@ -133,14 +134,22 @@ async function enroll(db: Db, request: AuthRequest, policy: EnrollmentPolicy, no
   const { enrollment, maxPending } = policy;
   if (enrollment === 'preauthorized') throw new UpdaterError('DEVICE_NOT_ACCEPTED', 'enrollment is preauthorized and no operator added this device');
   const state: AuthDecision = enrollment === 'open' ? 'accepted' : 'pending';
-  if (state === 'pending' && (await pendingCount(db, pendingSince(policy, now))) >= maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
-  const inserted = await db.transaction().execute(async (tx) => {
+  const since = pendingSince(policy, now);
+  // While full, a burst is refused here, at the cost of one count each and no lock.
+  if (state === 'pending' && (await pendingCount(db, since)) >= maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
+  const insert = async (tx: Db) => {
     const row = await tx.insertInto('device_identities')
       .values({ device_id: request.deviceId, public_key: request.publicKey, auth_state: state, last_auth_at: request.timestamp, created_at: now, updated_at: now })
       .onConflict((oc) => oc.column('device_id').doNothing()).returning('device_id').executeTakeFirst();
-    if (row && state === 'pending') await onNewPending(tx, request);
+    if (!row || state !== 'pending') return row;
+    // Counted again with the new row, under the lock of pending enrollments (write-lock.ts):
+    // the requests that all counted below the cap above, on every replica (or, on SQLite,
+    // interleaved on the one connection), take their turn here, and those past it are undone.
+    if ((await pendingCount(tx, since)) > maxPending) throw new UpdaterError('DEVICE_PENDING_FULL');
+    await onNewPending(tx, request);
     return row;
-  });
+  };
+  const inserted = state === 'pending' ? await writeLocked(db, 'pending_enrollments', insert) : await db.transaction().execute(insert);
   // Another request of the same id got in first (on this or another replica): decide against its row.
   if (!inserted) return authenticate(db, request, policy, now, onNewPending);
   return state;
@@ -171,29 +180,36 @@ export async function setState(db: Db, deviceId: string, action: 'accept' | 'rej
  * operator's own to lift. An accepted id is left as it is: its binding goes only by a delete.
  */
 export async function preauthorize(db: Db, devices: readonly PreauthorizedDevice[], now: number): Promise<string[]> {
-  const added: string[] = [];
+  const taken = new Set<string>();
+  // In id order: concurrent calls naming the same ids lock their rows in the same order, so
+  // they wait for each other rather than deadlock.
+  const sorted = [...devices].sort((a, b) => (a.device_id < b.device_id ? -1 : a.device_id > b.device_id ? 1 : 0));
   await db.transaction().execute(async (tx) => {
-    for (let i = 0; i < devices.length; i += PREAUTHORIZE_CHUNK) {
-      const chunk = devices.slice(i, i + PREAUTHORIZE_CHUNK);
+    for (let i = 0; i < sorted.length; i += PREAUTHORIZE_CHUNK) {
+      const chunk = sorted.slice(i, i + PREAUTHORIZE_CHUNK);
       const ids = chunk.map((d) => d.device_id);
       const existing = new Map((await tx.selectFrom('device_identities').select(['device_id', 'public_key', 'auth_state']).where('device_id', 'in', ids).execute())
         .map((r) => [r.device_id, r]));
       const fresh = chunk.filter((d) => !existing.has(d.device_id));
       if (fresh.length > 0) {
-        await tx.insertInto('device_identities')
+        // An id whose first request, or another preauthorization, inserted it since the read
+        // (on another replica, or another connection) is not inserted here: it is judged below
+        // as an id that was there, by the state its row has then.
+        const inserted = await tx.insertInto('device_identities')
           .values(fresh.map((d) => ({ device_id: d.device_id, public_key: d.public_key, auth_state: 'preauthorized' as const, last_auth_at: 0, created_at: now, updated_at: now })))
-          .execute();
+          .onConflict((oc) => oc.column('device_id').doNothing()).returning('device_id').execute();
+        for (const row of inserted) taken.add(row.device_id);
       }
-      const waiting = chunk.filter((d) => OVERRIDDEN.some((state) => state === existing.get(d.device_id)?.auth_state));
+      const waiting = chunk.filter((d) => !taken.has(d.device_id) && (!existing.has(d.device_id) || OVERRIDDEN.includes(existing.get(d.device_id)!.auth_state)));
       for (const d of waiting) {
-        await tx.updateTable('device_identities').set({ auth_state: 'preauthorized', public_key: d.public_key, last_auth_at: 0, updated_at: now })
-          .where('device_id', '=', d.device_id).where('auth_state', 'in', OVERRIDDEN).execute();
+        // Counted only when it changed the row: one accepted, or preauthorized by another call, since is left as it is.
+        const updated = await tx.updateTable('device_identities').set({ auth_state: 'preauthorized', public_key: d.public_key, last_auth_at: 0, updated_at: now })
+          .where('device_id', '=', d.device_id).where('auth_state', 'in', OVERRIDDEN).executeTakeFirst();
+        if (Number(updated.numUpdatedRows) > 0) taken.add(d.device_id);
       }
-      const taken = new Set([...fresh, ...waiting].map((d) => d.device_id));
-      for (const id of ids) if (taken.has(id)) added.push(id);
     }
   });
-  return added;
+  return devices.map((d) => d.device_id).filter((id) => taken.has(id));
 }
 
 /**
@@ -203,12 +219,13 @@ export async function preauthorize(db: Db, devices: readonly PreauthorizedDevice
  */
 export async function deleteDevice(db: Db, deviceId: string, now: number): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
-    const device = await tx.selectFrom('devices').select(['artifact', 'version_hash']).where('device_id', '=', deviceId).executeTakeFirst();
+    // Deleted, not read and then deleted: of concurrent deletes only the one that removed the
+    // row counts it off, and off the version the row had then (a flush may have moved it since).
+    const device = await tx.deleteFrom('devices').where('device_id', '=', deviceId).returning(['artifact', 'version_hash']).executeTakeFirst();
     const rejected = await tx.selectFrom('device_identities').select('device_id').where('device_id', '=', deviceId).where('auth_state', '=', 'rejected').executeTakeFirst();
     const identity = await tx.deleteFrom('device_identities').where('device_id', '=', deviceId).where('auth_state', '!=', 'rejected').executeTakeFirst();
     if (!device && !rejected && Number(identity.numDeletedRows) === 0) return false;
     if (device) {
-      await tx.deleteFrom('devices').where('device_id', '=', deviceId).execute();
       await tx.updateTable('fleet_versions').set({ devices: sql`devices - 1` })
         .where('artifact', '=', device.artifact).where('version_hash', '=', device.version_hash).execute();
     }

@@ -3,6 +3,7 @@ import type { GroupView } from '../../../messages/fleet.js';
 import type { Database } from '../../../shared/database/schema.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { filterJson, parseFilter, type TargetFilter } from '../../../shared/targeting/filter.js';
+import { writeLocked } from '../write-lock.js';
 import { byCodePoint, countMatching } from './targeting.js';
 
 // Groups: named filters, kept as the JSON the API shows and evaluated when asked, so that a
@@ -25,7 +26,9 @@ async function view(db: Db, name: string, filterText: string, nowMs: number): Pr
 export async function putGroup(db: Db, name: string, filter: TargetFilter, nowMs: number): Promise<GroupView> {
   const text = JSON.stringify(filterJson(filter));
   const now = Math.floor(nowMs / 1000);
-  await db.transaction().execute(async (tx) => {
+  // Under the table's write lock (write-lock.ts): the count and the insert are one step for
+  // every replica, so the cap holds and two creations of one name never both insert.
+  await writeLocked(db, 'device_groups', async (tx) => {
     const exists = await tx.selectFrom('device_groups').select('name').where('name', '=', name).executeTakeFirst();
     if (exists) {
       await tx.updateTable('device_groups').set({ filter: text, updated_at: now }).where('name', '=', name).execute();
@@ -62,8 +65,9 @@ export async function groupFilter(db: Db, name: string): Promise<TargetFilter> {
   return storedFilter(row.filter);
 }
 
+/** The group as it was when this call deleted it; null when there was none (or another call deleted it first). */
 export async function deleteGroup(db: Db, name: string, nowMs: number): Promise<GroupView | null> {
-  const before = await group(db, name, nowMs);
-  if (before) await db.deleteFrom('device_groups').where('name', '=', name).execute();
-  return before;
+  // One statement: of concurrent deletes of a group, only the one whose DELETE removed the row answers it.
+  const row = await db.deleteFrom('device_groups').where('name', '=', name).returning(['name', 'filter']).executeTakeFirst();
+  return row ? view(db, row.name, row.filter, nowMs) : null;
 }

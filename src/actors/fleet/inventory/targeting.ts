@@ -2,6 +2,7 @@ import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool
 import type { AttributesRecord, DeviceView, TagChange } from '../../../messages/fleet.js';
 import type { Database } from '../../../shared/database/schema.js';
 import { MAX_TAGS, refuse } from '../../../shared/targeting/names.js';
+import { writeLocked } from '../write-lock.js';
 import { storableText } from './moves.js';
 import type { TargetFilter } from '../../../shared/targeting/filter.js';
 
@@ -117,9 +118,14 @@ function sortedAttributes(set: Record<string, string>): Record<string, string> {
   return out;
 }
 
-/** Replaces a device's tags; false when the inventory does not hold the device. */
+/**
+ * Replaces a device's tags; false when the inventory does not hold the device. Under the tags'
+ * write lock (write-lock.ts), as changeTags: two replacements of one device never both insert,
+ * an addition never counts tags a replacement is about to change, and a delete of the device
+ * forgets its tags (forgetTargeting) only after this has written them or found no device.
+ */
 export async function setTags(db: Db, deviceId: string, tags: readonly string[]): Promise<boolean> {
-  return db.transaction().execute(async (tx) => {
+  return writeLocked(db, 'device_tags', async (tx) => {
     const known = await tx.selectFrom('devices').select('device_id').where('device_id', '=', deviceId).executeTakeFirst();
     if (!known) return false;
     await tx.deleteFrom('device_tags').where('device_id', '=', deviceId).execute();
@@ -130,12 +136,13 @@ export async function setTags(db: Db, deviceId: string, tags: readonly string[])
 
 /**
  * Adds and removes tags on every device the filter matches, in one transaction; refused (and
- * nothing changed) when a device would end with more than MAX_TAGS.
+ * nothing changed) when a device would end with more than MAX_TAGS. Under the tags' write lock:
+ * the count of a device's tags holds until the additions are made, whatever other replicas do.
  */
 export async function changeTags(db: Db, change: TagChange, nowMs: number): Promise<{ devices: number }> {
   const { filter, add, remove } = change;
   const matching = (eb: ExpressionBuilder<Database, 'devices'>) => filterCondition(eb, filter, nowMs) ?? EVERY;
-  return db.transaction().execute(async (tx) => {
+  return writeLocked(db, 'device_tags', async (tx) => {
     const devices = Number((await tx.selectFrom('devices').select((eb) => eb.fn.countAll<number>().as('n')).where(matching).executeTakeFirstOrThrow()).n);
     if (add.length > 0) {
       const touched = [...new Set([...add, ...remove])];

@@ -6,6 +6,7 @@ import { PgListener } from '../../../shared/database/listener.js';
 import type { Database } from '../../../shared/database/schema.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
+import { writeLocked } from '../write-lock.js';
 
 // Operator tokens as the fleet actor keeps them: rows of (id, name, role, SHA-256 of the token,
 // created_at, expires_at) in the database, and the same rows in memory, which the HTTP
@@ -68,7 +69,9 @@ export class OperatorTokenTable {
 
   async create(entry: OperatorTokenEntry): Promise<OperatorTokenView> {
     const row = { id: entry.id, name: entry.name, role: entry.role, hash: entry.hash, created_at: entry.created_at, expires_at: entry.expires_at };
-    await this.db().transaction().execute(async (trx) => {
+    // Under the table's write lock (write-lock.ts): the count and the insert are one step for
+    // every replica, so the cap holds however many operators create tokens at once.
+    await writeLocked(this.db(), 'operator_tokens', async (trx) => {
       const { count } = await trx.selectFrom('operator_tokens').select((e) => e.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
       if (Number(count) >= MAX_OPERATOR_TOKENS) {
         throw new UpdaterError('TOO_MANY_TOKENS', `at most ${MAX_OPERATOR_TOKENS} operator tokens are stored; revoke some first`);

@@ -1,0 +1,67 @@
+import t from 'tap';
+import type { Kysely } from 'kysely';
+import { deleteGroup, groupNames, MAX_GROUPS, putGroup } from '../../../../src/actors/fleet/inventory/groups.js';
+import type { Database } from '../../../../src/shared/database/schema.js';
+import { errorStatus } from '../../../../src/shared/errors.js';
+import { parseFilter } from '../../../../src/shared/targeting/filter.js';
+import { ENGINES, openTestReplicas } from '../../../helpers/databases.js';
+
+// PUT /admin/groups/{name} from many operators at once, as a cluster's replicas take them: each
+// replica's fleet actor has its own pool on the one PostgreSQL database, and READ COMMITTED lets
+// two transactions both count 255 groups, or both find no row of a new name, before either
+// inserts. The cap must hold and a creation must never fail because another made the same name.
+
+const NOW = 1_800_000_000_000;
+const REPLICAS = 3;
+const ROUNDS = 5;
+
+/** The answer each call would give (code and HTTP status), counted. */
+function outcomes(results: PromiseSettledResult<unknown>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of results) {
+    const key = r.status === 'fulfilled' ? '200' : `${errorStatus(r.reason).http} ${errorStatus(r.reason).code}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** Calls `fn` `n` times at once, spread over the replicas. */
+function concurrently<T>(dbs: Kysely<Database>[], n: number, fn: (db: Kysely<Database>, i: number) => Promise<T>): Promise<PromiseSettledResult<T>[]> {
+  return Promise.allSettled(Array.from({ length: n }, (_, i) => fn(dbs[i % dbs.length]!, i)));
+}
+
+for (const engine of ENGINES) {
+  t.test(`${engine}: concurrent creations of distinct names stop at the cap`, async (t) => {
+    const dbs = await openTestReplicas(t, engine, REPLICAS, 'updater-groups-race-');
+    for (let i = 0; i < MAX_GROUPS - 6; i++) await putGroup(dbs[0]!, `old-${i}`, parseFilter({}), NOW);
+    for (let round = 0; round < ROUNDS; round++) {
+      const results = await concurrently(dbs, 40, (db, i) => putGroup(db, `new-${round}-${i}`, parseFilter({ tags: ['lab'] }), NOW));
+      t.same(outcomes(results), { 200: 6, '409 TOO_MANY_GROUPS': 34 }, `round ${round}: six created, the rest refused at the cap`);
+      const names = await groupNames(dbs[0]!);
+      t.equal(names.length, MAX_GROUPS, `round ${round}: exactly ${MAX_GROUPS} groups`);
+      // Room for six again: the six just made go.
+      for (const name of names.filter((n) => n.startsWith('new-'))) await deleteGroup(dbs[0]!, name, NOW);
+    }
+  });
+
+  t.test(`${engine}: concurrent creations of one new name all succeed`, async (t) => {
+    const dbs = await openTestReplicas(t, engine, REPLICAS, 'updater-groups-race-');
+    for (let round = 0; round < ROUNDS; round++) {
+      const name = `canary-${round}`;
+      const results = await concurrently(dbs, 20, (db, i) => putGroup(db, name, parseFilter({ tags: [`t${i}`] }), NOW));
+      t.same(outcomes(results), { 200: 20 }, `round ${round}: every PUT of ${name} answered 200`);
+      t.same((await groupNames(dbs[0]!)).filter((n) => n === name), [name], 'one group of that name');
+    }
+  });
+
+  t.test(`${engine}: concurrent deletes of one group: one answers the group, the others find none`, async (t) => {
+    const dbs = await openTestReplicas(t, engine, REPLICAS, 'updater-groups-race-');
+    for (let round = 0; round < ROUNDS; round++) {
+      await putGroup(dbs[0]!, 'doomed', parseFilter({}), NOW);
+      const results = await concurrently(dbs, 10, (db) => deleteGroup(db, 'doomed', NOW));
+      const found = results.filter((r) => r.status === 'fulfilled' && r.value !== null).length;
+      t.same(outcomes(results), { 200: 10 }, `round ${round}: no delete failed`);
+      t.equal(found, 1, `round ${round}: one delete answered the group (200), the others null (404 GROUP_NOT_FOUND)`);
+    }
+  });
+}
