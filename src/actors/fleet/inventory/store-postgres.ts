@@ -39,7 +39,18 @@ const TOUCH_VERSION = `update devices as d set last_seen = u.last_seen, hw_arch 
       array_fill($10::text, array[cardinality($1::text[])]), $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[])
     as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
   where d.device_id = u.device_id collate "C" and d.artifact = u.artifact and d.version_hash = u.version_hash and d.version = u.version`;
-const LOCATE = 'select device_id, artifact, version_hash, version from devices where device_id = any($1::text[])';
+/**
+ * The rows of devices the touch missed, locked until the flush commits (in device_id order, so
+ * two replicas locking some of the same devices wait for each other rather than deadlock):
+ * another replica flushing the same device (a load balancer without affinity) cannot move it
+ * between this read and this flush's move of its fleet_versions count.
+ */
+const LOCATE = 'select device_id, artifact, version_hash, version from devices where device_id = any($1::text[]) order by device_id collate "C" for update';
+/** The devices LOCATE did not find: inserted unless another replica did since (those are located again). */
+const INSERT_NEW = `insert into devices (device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, first_seen, last_seen)
+  select u.*, u.last_seen from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
+    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+  on conflict (device_id) do nothing returning device_id`;
 const UPSERT = `insert into devices (device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, first_seen, last_seen)
   select u.*, u.last_seen from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
     as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
@@ -113,6 +124,14 @@ function versionColumns(rows: readonly HeartbeatRecord[]): unknown[] {
     rows.map((r) => r.transport), rows.map((r) => seconds(r.receivedAtMs))];
 }
 
+const byDeviceId = (a: HeartbeatRecord, b: HeartbeatRecord): number => (a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : 0);
+
+/** The devices' rows as they are, locked until the flush ends (LOCATE). */
+async function locate(client: pg.PoolClient, rows: readonly HeartbeatRecord[]): Promise<Map<string, Located>> {
+  const located = await client.query<Located>(named('locate', LOCATE, [rows.map((r) => r.deviceId)]));
+  return new Map(located.rows.map((row) => [row.device_id, row]));
+}
+
 /** The FleetStore of a PostgreSQL pool: named statements, parsed once per connection. */
 export function postgresFleetStore(pool: pg.Pool): FleetStore {
   return { engine: 'postgres', writeBatch: (heartbeats, reports) => writeBatchPostgres(pool, heartbeats, reports) };
@@ -151,15 +170,41 @@ async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly HeartbeatR
     }
     for (let i = 0; i < missed.length; i += CHUNK) {
       const chunk = missed.slice(i, i + CHUNK);
-      const located = await client.query<Located>(named('locate', LOCATE, [chunk.map((r) => r.deviceId)]));
-      const was = new Map(located.rows.map((row) => [row.device_id, row]));
-      // Those the touch did not match: new, or on another track, hash or version text.
-      const rest = chunk.filter((r) => {
+      // Those the touch did not match: new, or on another track, hash or version text, or
+      // moved by another replica's flush since. Their counts move by what the locked rows say.
+      const was = await locate(client, chunk);
+      // Inserted in device_id order, as LOCATE locks: two replicas inserting some of the same new
+      // devices wait for each other's rows in one order, never each for the other's.
+      const fresh = chunk.filter((r) => !was.has(r.deviceId));
+      // A chunk whose touch missed one comes back whole: those on their version were touched.
+      // (One that another replica's flush moved to this version meanwhile was not, and keeps
+      // that flush's last_seen, from within the same flush interval.)
+      const upserted = chunk.filter((r) => {
         const row = was.get(r.deviceId);
-        return !row || row.artifact !== r.artifact || row.version_hash !== r.versionHash || row.version !== r.version;
+        return row !== undefined && (row.artifact !== r.artifact || row.version_hash !== r.versionHash || row.version !== r.version);
       });
-      for (const r of rest) moves.device(was.get(r.deviceId), r);
-      await client.query(named('upsert', UPSERT, deviceColumns(rest)));
+      if (fresh.length > 0) {
+        const inserted = new Set((await client.query<{ device_id: string }>(named('insert_new', INSERT_NEW, deviceColumns([...fresh].sort(byDeviceId))))).rows.map((row) => row.device_id));
+        // Counted in the buffer's order: the last heartbeat's version text names the version.
+        for (const r of fresh) if (inserted.has(r.deviceId)) moves.device(undefined, r);
+        const raced = fresh.filter((r) => !inserted.has(r.deviceId));
+        if (raced.length > 0) {
+          const now = await locate(client, raced);
+          for (const r of raced) {
+            const row = now.get(r.deviceId);
+            if (row) was.set(r.deviceId, row);
+            // Inserted by another replica and deleted again before this located it: new here too.
+            else moves.device(undefined, r);
+            upserted.push(r);
+          }
+        }
+      }
+      for (const r of upserted) {
+        const row = was.get(r.deviceId);
+        if (row === undefined) continue;
+        if (row.artifact !== r.artifact || row.version_hash !== r.versionHash || row.version !== r.version) moves.device(row, r);
+      }
+      if (upserted.length > 0) await client.query(named('upsert', UPSERT, deviceColumns(upserted)));
     }
     const gained = moves.gained;
     if (gained.length > 0) {
