@@ -35,6 +35,15 @@ export function parseAttributes(value: unknown, field = 'attributes'): Attribute
   return out;
 }
 
+/**
+ * An attribute value as both engines store it and every filter compares it (docs/fleet.md):
+ * U+0000, which PostgreSQL's text cannot hold, as U+FFFD. A front-end judges a group step by
+ * this form too, so that matches() admits the devices the admin API's SQL selects.
+ */
+export function storedValue(text: string): string {
+  return text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
+}
+
 /** The set as an ordinary object (sorted keys), for JSON answers and the database column. */
 export function attributesJson(attributes: Attributes): Record<string, string> {
   return Object.fromEntries(Object.keys(attributes).sort().map((key) => [key, attributes[key]!]));
