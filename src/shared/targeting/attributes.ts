@@ -36,12 +36,19 @@ export function parseAttributes(value: unknown, field = 'attributes'): Attribute
 }
 
 /**
+ * What no text column holds as sent: U+0000 (PostgreSQL's text cannot) and an unpaired
+ * surrogate (JSON carries "\ud83d" alone, UTF-8 cannot: node-postgres sends U+FFFD in its
+ * place, better-sqlite3 the surrogate's own bytes, read back as three U+FFFD).
+ */
+const NOT_STORABLE = /[\0\p{Cs}]/gu;
+
+/**
  * An attribute value as both engines store it and every filter compares it (docs/fleet.md):
- * U+0000, which PostgreSQL's text cannot hold, as U+FFFD. A front-end judges a group step by
- * this form too, so that matches() admits the devices the admin API's SQL selects.
+ * those characters as U+FFFD. A front-end judges a group step by this form too, so that
+ * matches() admits the devices the admin API's SQL selects.
  */
 export function storedValue(text: string): string {
-  return text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
+  return text.replace(NOT_STORABLE, '\uFFFD');
 }
 
 /** The set as an ordinary object (sorted keys), for JSON answers and the database column. */

@@ -49,8 +49,8 @@ export async function countMatching(db: Db, filter: TargetFilter, nowMs: number)
 export async function writeAttributes(db: Db, records: readonly AttributesRecord[]): Promise<{ written: number }> {
   if (records.length === 0) return { written: 0 };
   const latest = new Map<string, string>();
-  // Values as stored (storedValue: U+0000 as U+FFFD): PostgreSQL's text cannot hold U+0000,
-  // and the stored set must compare equal to the one the device sends again.
+  // Values as stored (storedValue: U+0000 and unpaired surrogates as U+FFFD), the same on both
+  // engines, and the stored set must compare equal to the one the device sends again.
   for (const r of records) latest.set(r.deviceId, canonical(Object.entries(r.attributes).map(([name, value]) => [name, storedValue(value)])));
   const ids = [...latest.keys()];
   let written = 0;

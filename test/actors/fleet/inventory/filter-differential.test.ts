@@ -18,6 +18,9 @@ const hb = (deviceId: string, over: Partial<HeartbeatRecord> = {}): HeartbeatRec
   deviceId, versionHash: H(1), version: '1', artifact: 'app', hwArch: 'a', hwOs: 'o', hwFreeRam: 1, hwFreeDisk: 1, transport: 'http', receivedAtMs: NOW, ...over,
 });
 
+/** Text an assertion can show: JSON, with every character outside printable ASCII as \\uXXXX. */
+const show = (value: unknown) => JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 /**
  * The smallest case of a disagreement: one device that sent `attributes`, stored as the fleet
  * stores it; whether SQL selects it and whether matches() admits it, for each filter, and the
@@ -48,6 +51,16 @@ for (const engine of ENGINES) {
       t.same(got.shown, { site: 'a\uFFFDb' }, 'the API shows the value as stored');
       t.same(got.sql, [true, true], 'SQL: the value sent and the value shown both select the device');
       t.same(got.js, [true, true], 'matches(): the value sent and the value shown both admit the device');
+    });
+
+    await t.test('an unpaired surrogate in an attribute value is U+FFFD on both engines, in SQL and in matches()', async (t) => {
+      // JSON carries one ("\\ud83d" alone); UTF-8 cannot: node-postgres sent U+FFFD, better-sqlite3 the surrogate's own bytes.
+      const sent = parseAttributes(JSON.parse('{"site":"\\ud83d"}'));
+      const got = await oneDevice(db, 'min-surrogate', sent, [{ attributes: { site: '\uD83D' } }, { attributes: { site: '\uFFFD' } }, { attributes: { site: '\uDE00' } }]);
+      t.equal(show(got.shown), show({ site: '\uFFFD' }), 'the API shows the value as stored');
+      t.same(got.sql, [true, true, true], 'SQL: the value sent, the value shown and another lone half select the device');
+      t.same(got.js, [true, true, true], 'matches(): the same three admit the device');
+      t.same(await writeAttributes(db, [{ deviceId: 'min-surrogate', attributes: sent }]), { written: 0 }, 'the same set again is not written again');
     });
   });
 }
