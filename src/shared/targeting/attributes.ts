@@ -35,6 +35,22 @@ export function parseAttributes(value: unknown, field = 'attributes'): Attribute
   return out;
 }
 
+/**
+ * What no text column holds as sent: U+0000 (PostgreSQL's text cannot) and an unpaired
+ * surrogate (JSON carries "\ud83d" alone, UTF-8 cannot: node-postgres sends U+FFFD in its
+ * place, better-sqlite3 the surrogate's own bytes, read back as three U+FFFD).
+ */
+const NOT_STORABLE = /[\0\p{Cs}]/gu;
+
+/**
+ * An attribute value as both engines store it and every filter compares it (docs/fleet.md):
+ * those characters as U+FFFD. A front-end judges a group step by this form too, so that
+ * matches() admits the devices the admin API's SQL selects.
+ */
+export function storedValue(text: string): string {
+  return text.replace(NOT_STORABLE, '\uFFFD');
+}
+
 /** The set as an ordinary object (sorted keys), for JSON answers and the database column. */
 export function attributesJson(attributes: Attributes): Record<string, string> {
   return Object.fromEntries(Object.keys(attributes).sort().map((key) => [key, attributes[key]!]));

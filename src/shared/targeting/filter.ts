@@ -2,7 +2,7 @@ import { parseTrackKey } from '../artifact-key.js';
 import { parseDuration } from '../duration.js';
 import { isSha256Hex } from '../hash.js';
 import type { Attributes } from './attributes.js';
-import { MAX_ATTRIBUTES, MAX_ATTRIBUTE_VALUE } from './attributes.js';
+import { MAX_ATTRIBUTES, MAX_ATTRIBUTE_VALUE, storedValue } from './attributes.js';
 import { MAX_TAGS, parseTagList, parseTargetName, refuse } from './names.js';
 
 // A filter says which devices an operator means (`POST /admin/tags`, a group): every condition
@@ -109,7 +109,10 @@ export function matches(filter: TargetFilter, device: DeviceFacts, nowMs: number
   if (filter.attributes !== undefined) {
     for (const key of Object.keys(filter.attributes)) {
       const have = Object.hasOwn(device.attributes, key) ? device.attributes[key] : undefined;
-      if (have === undefined || !filter.attributes[key]!.includes(have)) return false;
+      if (have === undefined) return false;
+      // Compared as stored, as the SQL compares them: a device's set reaches the database so.
+      const stored = storedValue(have);
+      if (!filter.attributes[key]!.some((wanted) => storedValue(wanted) === stored)) return false;
     }
   }
   return true;

@@ -3,8 +3,8 @@ import type { AttributesRecord, DeviceView, TagChange } from '../../../messages/
 import type { Database } from '../../../shared/database/schema.js';
 import { MAX_TAGS, refuse } from '../../../shared/targeting/names.js';
 import { writeLocked } from '../write-lock.js';
-import { storableText } from './moves.js';
 import type { TargetFilter } from '../../../shared/targeting/filter.js';
+import { storedValue } from '../../../shared/targeting/attributes.js';
 
 // Attributes and tags in the fleet database (migration 0013), and a filter as SQL: the same
 // meaning as `matches` in src/shared/targeting/filter.ts, in portable SQL (an EXISTS per tag
@@ -30,7 +30,7 @@ export function filterCondition(eb: ExpressionBuilder<Database, 'devices'>, filt
   const attributes = filter.attributes ?? {};
   for (const name of Object.keys(attributes)) {
     all.push(eb.exists(eb.selectFrom('device_attributes as fa').select('fa.device_id')
-      .whereRef('fa.device_id', '=', 'devices.device_id').where('fa.name', '=', name).where('fa.value', 'in', attributes[name]!.map(storableText))));
+      .whereRef('fa.device_id', '=', 'devices.device_id').where('fa.name', '=', name).where('fa.value', 'in', attributes[name]!.map(storedValue))));
   }
   return all.length === 0 ? undefined : eb.and(all);
 }
@@ -50,9 +50,9 @@ export async function countMatching(db: Db, filter: TargetFilter, nowMs: number)
 export async function writeAttributes(db: Db, records: readonly AttributesRecord[]): Promise<{ written: number }> {
   if (records.length === 0) return { written: 0 };
   const latest = new Map<string, string>();
-  // Values as stored (U+0000 as U+FFFD, moves.ts): PostgreSQL's text cannot hold U+0000, and
-  // the stored set must compare equal to the one the device sends again.
-  for (const r of records) latest.set(r.deviceId, canonical(Object.entries(r.attributes).map(([name, value]) => [name, storableText(value)])));
+  // Values as stored (storedValue: U+0000 and unpaired surrogates as U+FFFD), the same on both
+  // engines, and the stored set must compare equal to the one the device sends again.
+  for (const r of records) latest.set(r.deviceId, canonical(Object.entries(r.attributes).map(([name, value]) => [name, storedValue(value)])));
   const ids = [...latest.keys()];
   let written = 0;
   await db.transaction().execute(async (tx) => {
