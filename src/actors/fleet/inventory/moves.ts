@@ -1,27 +1,26 @@
 import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
+import { storedValue } from '../../../shared/targeting/attributes.js';
 
 // What both engines' flushes (store.ts) compute the same way in JavaScript.
 
 export const seconds = (ms: number) => Math.floor(ms / 1000);
 
 /**
- * A device's free text as both engines store it: U+0000 as U+FFFD. The device boundary checks
- * these texts (version, hardware, rollback reason, attribute values) for length only, and
- * PostgreSQL's text cannot hold U+0000: one such record refused the whole flush, and every
- * flush after it, while SQLite kept the character.
+ * A device's free texts (version, hardware, rollback reason) as both engines store them, as
+ * attribute values are (storedValue): U+0000 and unpaired surrogates as U+FFFD. The device
+ * boundary checks these texts for length only; PostgreSQL's text cannot hold U+0000 (one such
+ * record refused the whole flush, and every flush after it), and UTF-8 cannot carry a lone
+ * surrogate (node-postgres sent U+FFFD, better-sqlite3 its own three bytes, shown as three).
  */
-export function storableText(text: string): string {
-  return text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text;
-}
-
-const heartbeatStorable = (r: HeartbeatRecord) => !r.version.includes('\0') && !r.hwArch.includes('\0') && !r.hwOs.includes('\0');
+const storable = (text: string) => !text.includes('\0') && text.isWellFormed();
+const heartbeatStorable = (r: HeartbeatRecord) => storable(r.version) && storable(r.hwArch) && storable(r.hwOs);
 
 /** The heartbeats and reports with their texts storable on both engines (the same arrays when they are, nearly always). */
 export function storableRecords(heartbeats: readonly HeartbeatRecord[], reports: readonly ReportRecord[]): [readonly HeartbeatRecord[], readonly ReportRecord[]] {
   const cleanHeartbeats = heartbeats.every(heartbeatStorable) ? heartbeats
-    : heartbeats.map((r) => (heartbeatStorable(r) ? r : { ...r, version: storableText(r.version), hwArch: storableText(r.hwArch), hwOs: storableText(r.hwOs) }));
-  const cleanReports = reports.every((r) => !r.rollbackReason.includes('\0')) ? reports
-    : reports.map((r) => (r.rollbackReason.includes('\0') ? { ...r, rollbackReason: storableText(r.rollbackReason) } : r));
+    : heartbeats.map((r) => (heartbeatStorable(r) ? r : { ...r, version: storedValue(r.version), hwArch: storedValue(r.hwArch), hwOs: storedValue(r.hwOs) }));
+  const cleanReports = reports.every((r) => storable(r.rollbackReason)) ? reports
+    : reports.map((r) => (storable(r.rollbackReason) ? r : { ...r, rollbackReason: storedValue(r.rollbackReason) }));
   return [cleanHeartbeats, cleanReports];
 }
 

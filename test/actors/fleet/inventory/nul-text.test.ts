@@ -48,3 +48,22 @@ for (const engine of ENGINES) {
     t.equal(await countMatching(db, parseFilter({ attributes: { site: 'lab\0' } }), NOW), 1, 'a filter naming the value the device sends finds it');
   });
 }
+
+// JSON carries an unpaired surrogate ("\ud83d" alone), which UTF-8 cannot: node-postgres sent
+// U+FFFD in its place, better-sqlite3 the surrogate's own three bytes, which the API then showed
+// as three U+FFFD. The texts a device sends must read back alike on both engines.
+for (const engine of ENGINES) {
+  t.test(`${engine}: an unpaired surrogate in a device's texts reads back as one U+FFFD`, async (t) => {
+    const db = await openTestDatabase(t, engine, 'updater-surrogate-');
+    const lone = '\ud83d';
+    await q.writeBatch(db, [hb('odd', { version: `2.0${lone}`, hwArch: `arm${lone}`, hwOs: `${lone}linux` })], [rep('odd', `crashed${lone}`)]);
+    const odd = (await q.deviceWithReports(db, 'odd'))!;
+    // Compared whole (t.match would take a text that merely contains the one expected).
+    t.same([odd.version, odd.hw_info.arch, odd.hw_info.os, odd.last_report?.rollback_reason, odd.reports[0]?.rollback_reason],
+      ['2.0\uFFFD', 'arm\uFFFD', '\uFFFDlinux', 'crashed\uFFFD', 'crashed\uFFFD'], 'version, hardware and rollback reason as stored');
+    t.same((await q.summary(db, 'app', NOW)).versions, [{ version_hash: H(1), version: '2.0\uFFFD', devices: 1 }]);
+    await q.writeBatch(db, [hb('odd', { version: `2.0${lone}`, hwArch: `arm${lone}`, hwOs: `${lone}linux`, receivedAtMs: NOW + 5_000 })], []);
+    t.equal((await q.deviceWithReports(db, 'odd'))!.last_seen, NOW / 1000 + 5, 'the same heartbeat again is a touch');
+    t.same((await q.summary(db, 'app', NOW)).versions, [{ version_hash: H(1), version: '2.0\uFFFD', devices: 1 }], 'and the device is counted once');
+  });
+}
