@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import type { Kysely } from 'kysely';
 import type { HeartbeatRecord } from '../../../../src/messages/fleet.js';
 import { deletePending, rejectPending } from '../../../../src/actors/fleet/identity/bulk.js';
 import * as ids from '../../../../src/actors/fleet/identity/identities.js';
 import * as q from '../../../../src/actors/fleet/inventory/queries.js';
 import type { AuthRequest } from '../../../../src/shared/device-identity/auth-request.js';
-import type { Database } from '../../../../src/shared/database/schema.js';
-import { errorStatus } from '../../../../src/shared/errors.js';
 import { ENGINES, lockWaiters, openTestReplicas, until } from '../../../helpers/databases.js';
+import { concurrently, fulfilled, outcomes } from '../../../helpers/races.js';
 
 // Device identity writes from many callers at once, as a cluster's replicas take them (each
 // replica's fleet actor has its own pool on the one PostgreSQL database, at READ COMMITTED):
@@ -25,25 +23,6 @@ const hb = (deviceId: string): HeartbeatRecord => ({
 const key = () => randomBytes(32).toString('hex');
 const request = (deviceId: string, publicKey = key()): AuthRequest => ({ deviceId, publicKey, timestamp: NOW, signature: '0'.repeat(128) });
 const noEvent = async () => undefined;
-
-/** The answer each call would give (code and HTTP status), counted. */
-function outcomes(results: PromiseSettledResult<unknown>[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const r of results) {
-    const { http, code } = r.status === 'fulfilled' ? { http: 200, code: '' } : errorStatus(r.reason);
-    // An internal failure names the driver's message: the operator would see only "internal error".
-    const key = r.status === 'fulfilled' ? '200' : code === 'INTERNAL' ? `${http} ${code}: ${(r.reason as Error).message}` : `${http} ${code}`;
-    out[key] = (out[key] ?? 0) + 1;
-  }
-  return out;
-}
-
-/** Calls `fn` `n` times at once, spread over the replicas. */
-function concurrently<T>(dbs: Kysely<Database>[], n: number, fn: (db: Kysely<Database>, i: number) => Promise<T>): Promise<PromiseSettledResult<T>[]> {
-  return Promise.allSettled(Array.from({ length: n }, (_, i) => fn(dbs[i % dbs.length]!, i)));
-}
-
-const fulfilled = <T>(results: PromiseSettledResult<T>[]): T[] => results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
 
 for (const engine of ENGINES) {
   t.test(`${engine}: concurrent deletes of one device`, async (t) => {

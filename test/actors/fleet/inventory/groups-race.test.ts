@@ -1,10 +1,8 @@
 import t from 'tap';
-import type { Kysely } from 'kysely';
 import { deleteGroup, groupNames, MAX_GROUPS, putGroup } from '../../../../src/actors/fleet/inventory/groups.js';
-import type { Database } from '../../../../src/shared/database/schema.js';
-import { errorStatus } from '../../../../src/shared/errors.js';
 import { filterJson, parseFilter } from '../../../../src/shared/targeting/filter.js';
 import { ENGINES, openTestReplicas } from '../../../helpers/databases.js';
+import { concurrently, outcomes } from '../../../helpers/races.js';
 
 // PUT /admin/groups/{name} from many operators at once, as a cluster's replicas take them: each
 // replica's fleet actor has its own pool on the one PostgreSQL database, and READ COMMITTED lets
@@ -14,21 +12,6 @@ import { ENGINES, openTestReplicas } from '../../../helpers/databases.js';
 const NOW = 1_800_000_000_000;
 const REPLICAS = 3;
 const ROUNDS = 5;
-
-/** The answer each call would give (code and HTTP status), counted. */
-function outcomes(results: PromiseSettledResult<unknown>[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const r of results) {
-    const key = r.status === 'fulfilled' ? '200' : `${errorStatus(r.reason).http} ${errorStatus(r.reason).code}`;
-    out[key] = (out[key] ?? 0) + 1;
-  }
-  return out;
-}
-
-/** Calls `fn` `n` times at once, spread over the replicas. */
-function concurrently<T>(dbs: Kysely<Database>[], n: number, fn: (db: Kysely<Database>, i: number) => Promise<T>): Promise<PromiseSettledResult<T>[]> {
-  return Promise.allSettled(Array.from({ length: n }, (_, i) => fn(dbs[i % dbs.length]!, i)));
-}
 
 for (const engine of ENGINES) {
   t.test(`${engine}: concurrent creations of distinct names stop at the cap`, async (t) => {

@@ -5,10 +5,10 @@ import { deleteDevice } from '../../../../src/actors/fleet/identity/identities.j
 import * as q from '../../../../src/actors/fleet/inventory/queries.js';
 import { changeTags, forgetTargeting, setTags } from '../../../../src/actors/fleet/inventory/targeting.js';
 import type { Database } from '../../../../src/shared/database/schema.js';
-import { errorStatus } from '../../../../src/shared/errors.js';
 import { parseFilter } from '../../../../src/shared/targeting/filter.js';
 import { MAX_TAGS } from '../../../../src/shared/targeting/names.js';
 import { ENGINES, lockWaiters, openTestReplicas, until } from '../../../helpers/databases.js';
+import { concurrently, outcomes } from '../../../helpers/races.js';
 
 // Tag writes from many operators at once, as a cluster's replicas take them (each replica's
 // fleet actor has its own pool on the one PostgreSQL database): PUT /admin/devices/{id}/tags
@@ -24,23 +24,6 @@ const ROUNDS = 5;
 const hb = (deviceId: string): HeartbeatRecord => ({
   deviceId, versionHash: '1'.padStart(64, '0'), version: '1', artifact: 'app', hwArch: 'a', hwOs: 'o', hwFreeRam: 1, hwFreeDisk: 1, transport: 'http', receivedAtMs: NOW,
 });
-
-/** The answer each call would give (code and HTTP status), counted. */
-function outcomes(results: PromiseSettledResult<unknown>[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const r of results) {
-    const { http, code } = r.status === 'fulfilled' ? { http: 200, code: '' } : errorStatus(r.reason);
-    // An internal failure names the driver's message: the operator would see only "internal error".
-    const key = r.status === 'fulfilled' ? '200' : code === 'INTERNAL' ? `${http} ${code}: ${(r.reason as Error).message}` : `${http} ${code}`;
-    out[key] = (out[key] ?? 0) + 1;
-  }
-  return out;
-}
-
-/** Calls `fn` `n` times at once, spread over the replicas. */
-function concurrently<T>(dbs: Kysely<Database>[], n: number, fn: (db: Kysely<Database>, i: number) => Promise<T>): Promise<PromiseSettledResult<T>[]> {
-  return Promise.allSettled(Array.from({ length: n }, (_, i) => fn(dbs[i % dbs.length]!, i)));
-}
 
 async function tagsOf(db: Kysely<Database>, deviceId: string): Promise<string[]> {
   return (await db.selectFrom('device_tags').select('tag').where('device_id', '=', deviceId).execute()).map((r) => r.tag).sort();

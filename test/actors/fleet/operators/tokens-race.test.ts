@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { OperatorTokenTable } from '../../../../src/actors/fleet/operators/tokens.js';
 import { MAX_OPERATOR_TOKENS, type OperatorTokenEntry } from '../../../../src/messages/operators.js';
-import { errorStatus } from '../../../../src/shared/errors.js';
 import { createLogger } from '../../../../src/shared/logger.js';
 import { ENGINES, openTestReplicas } from '../../../helpers/databases.js';
+import { outcomes } from '../../../helpers/races.js';
 
 // POST /admin/tokens from many operators at once, as a cluster's replicas take them: each
 // replica's fleet actor has its own token table and pool on the one PostgreSQL database, and
@@ -16,17 +16,6 @@ const REPLICAS = 3;
 const ROUNDS = 5;
 
 const entry = (id: string): OperatorTokenEntry => ({ id, name: id, role: 'read', hash: randomBytes(32).toString('hex'), created_at: 1_800_000_000, expires_at: null });
-
-/** The answer each call would give (code and HTTP status), counted. */
-function outcomes(results: PromiseSettledResult<unknown>[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const r of results) {
-    const { http, code } = r.status === 'fulfilled' ? { http: 200, code: '' } : errorStatus(r.reason);
-    const key = r.status === 'fulfilled' ? '200' : code === 'INTERNAL' ? `${http} ${code}: ${(r.reason as Error).message}` : `${http} ${code}`;
-    out[key] = (out[key] ?? 0) + 1;
-  }
-  return out;
-}
 
 for (const engine of ENGINES) {
   t.test(`${engine}: concurrent creations stop at ${MAX_OPERATOR_TOKENS} tokens`, async (t) => {
