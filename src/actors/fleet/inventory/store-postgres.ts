@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { HeartbeatRecord, ReportRecord } from '../../../messages/fleet.js';
 import { latestReports, seconds, versionGroups, VersionMoves } from './moves.js';
 import type { FleetStore } from './store.js';
+import { byCodePoint } from './targeting.js';
 
 // The flush on PostgreSQL (plan in store.ts): each step is one statement over a whole
 // chunk, its rows passed as one array parameter per column and unnested on the server, so a
@@ -124,8 +125,6 @@ function versionColumns(rows: readonly HeartbeatRecord[]): unknown[] {
     rows.map((r) => r.transport), rows.map((r) => seconds(r.receivedAtMs))];
 }
 
-const byDeviceId = (a: HeartbeatRecord, b: HeartbeatRecord): number => (a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : 0);
-
 /** The devices' rows as they are, locked until the flush ends (LOCATE). */
 async function locate(client: pg.PoolClient, rows: readonly HeartbeatRecord[]): Promise<Map<string, Located>> {
   const located = await client.query<Located>(named('locate', LOCATE, [rows.map((r) => r.deviceId)]));
@@ -184,7 +183,7 @@ async function writeBatchPostgres(pool: pg.Pool, heartbeats: readonly HeartbeatR
         return row !== undefined && (row.artifact !== r.artifact || row.version_hash !== r.versionHash || row.version !== r.version);
       });
       if (fresh.length > 0) {
-        const inserted = new Set((await client.query<{ device_id: string }>(named('insert_new', INSERT_NEW, deviceColumns([...fresh].sort(byDeviceId))))).rows.map((row) => row.device_id));
+        const inserted = new Set((await client.query<{ device_id: string }>(named('insert_new', INSERT_NEW, deviceColumns([...fresh].sort((a, b) => byCodePoint(a.deviceId, b.deviceId)))))).rows.map((row) => row.device_id));
         // Counted in the buffer's order: the last heartbeat's version text names the version.
         for (const r of fresh) if (inserted.has(r.deviceId)) moves.device(undefined, r);
         const raced = fresh.filter((r) => !inserted.has(r.deviceId));
