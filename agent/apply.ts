@@ -16,6 +16,15 @@ import { decompressFileInto } from './zstd-frames.js';
 
 const PATCH_FILE = '.patch';
 
+/**
+ * Removes the decompressed patch a crash during a delta's rebuild left behind: it is written
+ * again from the kept transfer before any use, and until then it holds up to a whole patch of
+ * the device's disk. Called at start, under the slot directory's lock.
+ */
+export async function removeLeftoverPatch(slotDir: string): Promise<void> {
+  await rm(join(slotDir, PATCH_FILE), { force: true });
+}
+
 function diskFull(err: unknown, what: string): unknown {
   return (err as NodeJS.ErrnoException).code === 'ENOSPC' ? new UpdaterError('AGENT_DISK_FULL', `${what}: no space left on the device`) : err;
 }

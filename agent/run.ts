@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isUpdaterError, serializeError } from '../src/shared/errors.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
+import { removeLeftoverPatch } from './apply.js';
 import { retryDelay } from './backoff.js';
 import { bootPhase, type BootOutcome } from './boot.js';
 import type { AgentConfig } from './config.js';
@@ -42,6 +43,7 @@ export async function createAgent(config: AgentConfig, log: Logger): Promise<Age
   const fallback = transportFor(config, config.primary === 'http' ? 'coap' : 'http', identity, log);
   const slots = new SlotDir(config.slotDir);
   await slots.open();
+  await removeLeftoverPatch(config.slotDir);
   const store = new StateStore(config.slotDir, log);
   return makeContext(config, log, slots, store, new Transports(primary, fallback, log), await store.load());
 }

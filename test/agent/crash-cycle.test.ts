@@ -38,6 +38,18 @@ async function killedAt(t: Test, device: Device, step: string, oldHash: string):
   t.ok(hash === oldHash || hash === world.v2Hash, 'after the kill, current holds the old or the new target');
 }
 
+/**
+ * A kill during the rebuild leaves the decompressed patch; the next start removes it before it
+ * does anything else (here it is killed again right after its heartbeat, before any rebuild
+ * could write and remove the file itself).
+ */
+async function patchIsCleared(t: Test, device: Device): Promise<void> {
+  t.ok((await readdir(device.slotDir)).includes('.patch'), 'the kill left the decompressed patch');
+  const run = await device.runOnce('after-heartbeat');
+  if (!t.equal(run.signal, 'SIGKILL', 'the restarted agent is killed after its heartbeat')) t.comment(run.output);
+  t.notOk((await readdir(device.slotDir)).includes('.patch'), 'the restarted agent removed it at start');
+}
+
 const DELTA_STEPS = ['after-heartbeat', 'after-signature-check', 'mid-download', 'after-download', 'after-transfer-check', 'mid-patch',
   'after-patch', 'after-reconstruction-check', 'after-marker', 'after-swap', 'after-restart'];
 
@@ -48,6 +60,15 @@ for (const step of DELTA_STEPS) {
     await finishes(t, device, world.v1Hash);
   });
 }
+
+// Only a BSDIFF40 delta is decompressed into a patch file before it is applied (bsdiff-lzma, the
+// agent's first choice, is applied from the transfer as it is).
+t.test('BSDIFF40 delta, killed mid-patch: the next start removes the decompressed patch', async (t) => {
+  const device = await makeDevice(world.fixture, world.server.url, world.v1Bytes, { ...identity(), delta_formats: ['bsdiff40'] });
+  await killedAt(t, device, 'mid-patch', world.v1Hash);
+  await patchIsCleared(t, device);
+  await finishes(t, device, world.v1Hash);
+});
 
 for (const step of ['mid-download', 'mid-patch']) {
   t.test(`full mode, killed ${step}: current stays valid and a later cycle finishes the update`, async (t) => {
