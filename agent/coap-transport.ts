@@ -35,6 +35,18 @@ function readBlock2(packet: ParsedPacket): BlockOption | undefined {
   return block;
 }
 
+/**
+ * RFC 7959's rules for a Block2 answer that the download's arithmetic relies on: the block is no
+ * larger than asked for, and only the last one is short.
+ */
+function checkBlock(endpoint: string, block: BlockOption, payloadBytes: number, askedSize: number): void {
+  const fits = block.more ? payloadBytes === block.size : payloadBytes <= block.size;
+  if (block.size > askedSize || !fits) {
+    throw new UpdaterError('AGENT_REQUEST_REFUSED',
+      `coap: GET ${endpoint} answered ${payloadBytes} bytes as block ${block.num} of ${block.size} bytes${block.more ? ' with more to come' : ''} (asked for ${askedSize})`);
+  }
+}
+
 export class CoapTransport implements Transport {
   readonly name = 'coap' as const;
   private readonly host: string;
@@ -212,13 +224,21 @@ export class CoapTransport implements Transport {
       const block2 = { name: 'Block2' as const, value: encodeBlockOption(num, false, size) };
       const response = await this.request('GET', endpoint, [block2], undefined, ACK_TIMEOUT_MS * 2 ** (MAX_RETRANSMIT + 1), signal, deviceToken);
       if (response.code !== '2.05') this.refuse(response, `GET ${endpoint}`);
-      const block = readBlock2(response) ?? { num: 0, more: false, size: Math.max(response.payload.length, 1) };
+      const option = readBlock2(response);
+      // A server without block-wise transfer answers the whole file at once.
+      const block = option ?? { num: 0, more: false, size: Math.max(response.payload.length, 1) };
+      if (option) checkBlock(endpoint, option, response.payload.length, size);
       const blockStart = block.num * block.size;
       if (!begun) {
         // The server may pick a smaller block; the durable offset then sits inside this one.
         if (blockStart > offset) throw new UpdaterError('AGENT_REQUEST_REFUSED', `coap: GET ${endpoint} answered block ${block.num}, past byte ${offset}`);
         await sink.begin(offset);
         begun = true;
+      } else if (blockStart !== num * size) {
+        // After the first block every request starts where the bytes so far end: a block from
+        // anywhere else would leave a gap or repeat bytes, and a server that keeps answering an
+        // earlier block would hold the download in a loop.
+        throw new UpdaterError('AGENT_REQUEST_REFUSED', `coap: GET ${endpoint} answered block ${block.num} of ${block.size} bytes for byte ${num * size}`);
       }
       const skip = Math.max(0, offset - blockStart);
       if (skip < response.payload.length) await sink.write(response.payload.subarray(skip));
