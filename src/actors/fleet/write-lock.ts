@@ -9,10 +9,11 @@ import type { Database } from '../../shared/database/schema.js';
 // two of them both count 255 groups, or both find no row of a name, before either inserts.
 // So there the transaction first takes the table in SHARE ROW EXCLUSIVE mode: it conflicts with
 // itself and with every INSERT, UPDATE and DELETE of the table, not with reads, and every
-// statement after it reads what the transactions before it committed.
+// statement after it reads what the transactions before it committed. (The inventory's write
+// of device attributes takes it too, but only once it finds something to write: lockForWrite.)
 
 /** What a check-then-act write locks: a table, or (pending_enrollments) an advisory lock of its own. */
-export type WriteLock = 'device_groups' | 'device_tags' | 'operator_tokens' | 'pending_enrollments';
+export type WriteLock = 'device_attributes' | 'device_groups' | 'device_tags' | 'operator_tokens' | 'pending_enrollments';
 
 /**
  * pg_advisory_xact_lock keys of the writes no table lock fits: a new device's pending row is
@@ -27,10 +28,21 @@ const ADVISORY_KEYS: Partial<Record<WriteLock, number>> = {
 export async function writeLocked<T>(db: Kysely<Database>, what: WriteLock, fn: (tx: Transaction<Database>) => Promise<T>): Promise<T> {
   const postgres = driverOf(db).engine === 'postgres';
   return db.transaction().execute(async (tx) => {
-    if (postgres) {
-      const key = ADVISORY_KEYS[what];
-      await (key === undefined ? sql`lock table ${sql.table(what)} in share row exclusive mode` : sql`select pg_advisory_xact_lock(${key})`).execute(tx);
-    }
+    if (postgres) await takeWriteLock(tx, what);
     return fn(tx);
   });
+}
+
+/**
+ * Takes `what` in a transaction already begun on PostgreSQL (`db` is the transaction's
+ * database), for a write that finds out part way through that it must write; nothing on SQLite.
+ * What the transaction read before it may have changed since: read it again.
+ */
+export async function lockForWrite(db: Kysely<Database>, tx: Transaction<Database>, what: WriteLock): Promise<void> {
+  if (driverOf(db).engine === 'postgres') await takeWriteLock(tx, what);
+}
+
+function takeWriteLock(tx: Transaction<Database>, what: WriteLock): Promise<unknown> {
+  const key = ADVISORY_KEYS[what];
+  return (key === undefined ? sql`lock table ${sql.table(what)} in share row exclusive mode` : sql`select pg_advisory_xact_lock(${key})`).execute(tx);
 }

@@ -2,7 +2,7 @@ import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool
 import type { AttributesRecord, DeviceView, TagChange } from '../../../messages/fleet.js';
 import type { Database } from '../../../shared/database/schema.js';
 import { MAX_TAGS, refuse } from '../../../shared/targeting/names.js';
-import { writeLocked } from '../write-lock.js';
+import { lockForWrite, writeLocked } from '../write-lock.js';
 import type { TargetFilter } from '../../../shared/targeting/filter.js';
 import { storedValue } from '../../../shared/targeting/attributes.js';
 
@@ -46,6 +46,13 @@ export async function countMatching(db: Db, filter: TargetFilter, nowMs: number)
  * Replaces each device's attribute set with the one it sent last (the latest per device wins).
  * An agent sends the same set with every heartbeat: a set equal to the stored one is read, not
  * written again, so a steady fleet costs one indexed read per 500 devices a flush.
+ *
+ * Two replicas of a cluster may write the same device at once (a load balancer without
+ * affinity): both would delete its rows and insert their own, and at READ COMMITTED the second
+ * insert met the first's rows (a duplicate key, the batch failed) or the two mixed their sets.
+ * So the first chunk that has something to write takes the table's write lock (write-lock.ts;
+ * nothing on SQLite) and is read again under it: writes take effect one after another, each
+ * device keeps the set of the last to commit, whole, and a steady fleet still takes no lock.
  */
 export async function writeAttributes(db: Db, records: readonly AttributesRecord[]): Promise<{ written: number }> {
   if (records.length === 0) return { written: 0 };
@@ -56,16 +63,27 @@ export async function writeAttributes(db: Db, records: readonly AttributesRecord
   const ids = [...latest.keys()];
   let written = 0;
   await db.transaction().execute(async (tx) => {
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const chunk = ids.slice(i, i + CHUNK);
+    /** The devices of `chunk` whose stored set differs from the latest one. */
+    const changedOf = async (chunk: string[]): Promise<string[]> => {
       const stored = new Map<string, [string, string][]>();
       for (const row of await tx.selectFrom('device_attributes').selectAll().where('device_id', 'in', chunk).execute()) {
         const list = stored.get(row.device_id) ?? [];
         if (list.length === 0) stored.set(row.device_id, list);
         list.push([row.name, row.value]);
       }
-      const changed = chunk.filter((id) => canonical(stored.get(id) ?? []) !== latest.get(id));
+      return chunk.filter((id) => canonical(stored.get(id) ?? []) !== latest.get(id));
+    };
+    let locked = false;
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      let changed = await changedOf(ids.slice(i, i + CHUNK));
       if (changed.length === 0) continue;
+      if (!locked) {
+        await lockForWrite(db, tx, 'device_attributes');
+        locked = true;
+        // Another replica may have written some of them between the read and the lock.
+        changed = await changedOf(changed);
+        if (changed.length === 0) continue;
+      }
       written += changed.length;
       await tx.deleteFrom('device_attributes').where('device_id', 'in', changed).execute();
       const rows = changed.flatMap((id) => (JSON.parse(latest.get(id)!) as [string, string][]).map(([name, value]) => ({ device_id: id, name, value })));
