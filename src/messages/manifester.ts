@@ -3,7 +3,7 @@ import type { DecisionSnapshot } from './decision-snapshot.js';
 import type { RolloutPlan } from '../shared/rollout-plan.js';
 import type { CertificateWire, ManifestWire } from '../shared/wire/keys.js';
 import type { HeartbeatRequest } from '../shared/wire/validate.js';
-import type { RolloutView, TrackListing, TrackView } from './admin-wire.js';
+import type { GroupView, RolloutView, TrackListing, TrackView } from './admin-wire.js';
 import { CONTROL_DEADLINES_MS, type ControlApi, type Deadlines } from './lifecycle.js';
 import type { StoreEvent } from './store.js';
 
@@ -134,8 +134,12 @@ export interface TrackAdminApi {
   controlRollout(command: RolloutCommand): Promise<RolloutView>;
   /** The rollout of a track; null when it has none or is not a track (any more). */
   rolloutOf(artifact: string): Promise<RolloutView | null>;
-  /** The group names that rollouts not complete or aborted name in their steps (a group they name cannot be deleted). */
-  groupsInUse(): Promise<string[]>;
+  /**
+   * DELETE /admin/groups/{name}: deletes the fleet's group unless a rollout not complete or
+   * aborted names it (GROUP_IN_USE); null when there is none. One step with every publish's
+   * check of the groups it names, on every replica of a cluster.
+   */
+  deleteGroup(name: string): Promise<GroupView | null>;
 }
 
 export const MANIFESTER_DEADLINES_MS = {
@@ -158,5 +162,6 @@ export const MANIFESTER_DEADLINES_MS = {
   reloadTracks: 60 * 60_000,
   controlRollout: 10_000,
   rolloutOf: 10_000,
-  groupsInUse: 10_000,
+  /** Waits for the tracks' lock (a publish holds it while it records), then for the fleet actor's delete (10 s). */
+  deleteGroup: 20_000,
 } as const satisfies Deadlines<ManifesterApi>;

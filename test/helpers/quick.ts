@@ -70,6 +70,7 @@ export const SLOW_FILES: readonly string[] = [
   'test/server/file-watch.test.ts',
   'test/server/fleet-inventory-postgres.test.ts',
   'test/server/fleet-inventory-sqlite.test.ts',
+  'test/server/group-delete-race-cluster.test.ts',
   'test/server/http-framing-proxy.test.ts',
   'test/server/http-framing.test.ts',
   'test/server/http-input.test.ts',

@@ -90,6 +90,7 @@ await runActor(async (ctx) => {
     onTracksChanged: (all) => watcher.sync(all),
     events: (event) => events.emit(event),
     ...(cluster ? { cluster: cluster.tracks } : {}),
+    ...(config.fleet.enabled ? { groups: { names: () => ctx.call('fleet', (f) => f.groupNames()), delete: (name: string) => ctx.call('fleet', (f) => f.deleteGroup(name)) } } : {}),
   });
   // Configuration is authoritative for the tracks it names (docs/operations.md, "Configuration versus the API"): every boot republishes
   // them over what the state file restored. A corrupt state file throws STATE_CORRUPT here,
@@ -137,7 +138,7 @@ await runActor(async (ctx) => {
     reloadTracks: async (artifact) => settled(admin.reload(artifact)),
     controlRollout: async (command) => settled(rollouts.command(command)),
     rolloutOf: async (artifact) => rollouts.view(artifact),
-    groupsInUse: async () => rollouts.groupsInUse(),
+    deleteGroup: async (name) => admin.deleteGroup(name),
     drain: async () => {
       clearInterval(renewal);
       snapshots.stop();

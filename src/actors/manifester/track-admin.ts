@@ -23,6 +23,8 @@ import { binaryName, storeLayout } from '../../shared/store-layout.js';
 import { versionLabelProblem } from '../../shared/version-label.js';
 import type { WebhookEvent } from '../../shared/webhooks/events.js';
 import { publishEvents, removedEvent, rolloutEvent } from './track-events.js';
+import { namesGroups, refuseUnknownGroups, trackNaming, type FleetGroups } from './rollout/rollout-groups.js';
+import type { GroupView } from '../../messages/fleet.js';
 
 // The track lifecycle (docs/operations.md, "Configuration versus the API"), for configuration at boot and for the admin API after:
 //
@@ -49,6 +51,8 @@ export interface TrackAdminDeps {
   readonly cluster?: ClusterTracks;
   /** Told of each change a webhook may announce, once it is recorded (track-events.ts). */
   readonly events?: (event: WebhookEvent) => void;
+  /** The fleet actor's groups, which rollouts' steps name; undefined without an inventory (no group exists). */
+  readonly groups?: FleetGroups;
 }
 
 type Source = Track['source'];
@@ -183,6 +187,21 @@ export class TrackAdmin {
     });
   }
 
+  /**
+   * DELETE /admin/groups/{name}: the group goes unless a rollout not complete or aborted names
+   * it (GROUP_IN_USE); null when there was none. Under the tracks' lock, as a publish's check
+   * of its groups (rollout/rollout-groups.ts): whichever of the two comes second is refused.
+   */
+  deleteGroup(name: string): Promise<GroupView | null> {
+    return this.recorder.hold(async () => {
+      const naming = trackNaming(this.deps.tracks.all(), name);
+      if (naming) {
+        throw new UpdaterError('GROUP_IN_USE', `the rollout of ${naming.key}, not complete or aborted, names the group ${JSON.stringify(name)}; complete or abort it first`, { group: name, artifact: naming.key });
+      }
+      return this.deps.groups ? this.deps.groups.delete(name) : null;
+    });
+  }
+
   setDefault(artifact: string): Promise<{ default: string }> {
     const key = trackKey(parseTrackKey(artifact));
     return this.changeTable(() => {
@@ -238,6 +257,11 @@ export class TrackAdmin {
 
   /** `stored`: the binary is already in the store (an upload); otherwise `next.binary` is read into it. */
   private async publishNow(next: Omit<Track, 'hash' | 'size' | 'history' | 'rollout' | 'sequence' | 'stableSequence'>, plan?: RolloutPlan, stored?: BinaryInfo): Promise<PublishOutcome> {
+    const groups = this.deps.groups;
+    const checkGroups = namesGroups(plan) ? async () => refuseUnknownGroups(plan, groups ? await groups.names() : []) : undefined;
+    // Once before the file is stored (a typo costs no copy), and again under the tracks' lock,
+    // where a delete of a group it names waits for the publish or comes before the check.
+    await checkGroups?.();
     const binary = stored ?? await this.storeFile(next.key, next.binary);
     let published: Track | undefined;
     const outcome = await this.changeTable(() => {
@@ -257,7 +281,7 @@ export class TrackAdmin {
         published = track;
       }
       return { ...toView(track), changed };
-    });
+    }, checkGroups);
     if (published) for (const event of publishEvents(published, Date.now())) this.deps.events?.(event);
     return outcome;
   }
@@ -287,9 +311,9 @@ export class TrackAdmin {
       { artifact: key, config: this.deps.config.configPath });
   }
 
-  /** Applies a change to the table and records it (track-record.ts). */
-  private changeTable<T>(change: () => T): Promise<T> {
-    return this.recorder.change(change);
+  /** Applies a change to the table and records it (track-record.ts), after `first` under the same lock. */
+  private changeTable<T>(change: () => T, first?: () => Promise<void>): Promise<T> {
+    return this.recorder.change(change, first);
   }
 
   /** The rollout a new target starts, if any; a rollout under way on the track is replaced (aborted). */

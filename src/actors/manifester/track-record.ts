@@ -35,18 +35,21 @@ export class TrackRecorder {
   /**
    * Applies a change to the table and records it in the state file, under the table lock.
    * If the file cannot be written, the table is put back and the caller gets the error:
-   * what answers devices never differs from what a restart would bring back.
+   * what answers devices never differs from what a restart would bring back. `first`, when
+   * given, runs under the same lock before the change (in a cluster, the cluster-wide one too):
+   * a check nothing may change between it and the change.
    */
-  change<T>(change: () => T): Promise<T> {
+  change<T>(change: () => T, first?: () => Promise<void>): Promise<T> {
     const cluster = this.deps.cluster;
     if (cluster) {
       return this.tableLock.run(async () => {
-        const result = await cluster.change(change);
+        const result = await cluster.change(change, first);
         this.deps.onTracksChanged(this.deps.tracks.all());
         return result;
       });
     }
     return this.tableLock.run(async () => {
+      await first?.();
       const { tracks } = this.deps;
       const before = { tracks: tracks.all(), default: tracks.default };
       const result = change();
@@ -59,6 +62,15 @@ export class TrackRecorder {
       this.deps.onTracksChanged(tracks.all());
       return result;
     });
+  }
+
+  /**
+   * Runs `act` under the table lock (in a cluster, the cluster-wide one too, with the table
+   * brought to the database first), so no track changes until it returns; it changes none.
+   */
+  hold<T>(act: () => Promise<T>): Promise<T> {
+    const cluster = this.deps.cluster;
+    return this.tableLock.run(() => (cluster ? cluster.hold(act) : act()));
   }
 
   async persist(): Promise<void> {

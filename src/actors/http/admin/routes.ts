@@ -15,7 +15,7 @@ import { registerDeviceAdminRoutes } from './device-identity-routes.js';
 import { readBody } from '../server/body.js';
 import type { HttpMetrics } from '../server/metrics.js';
 import { STREAMED_BODY, type AdminQuery, type AdminRoute } from './route-types.js';
-import { checkGroupSteps, registerTargetingRoutes } from './targeting-routes.js';
+import { registerTargetingRoutes } from './targeting-routes.js';
 import { methodNotAllowed, sendError, sendJson } from '../server/respond.js';
 import { answerFailure, openRequest } from '../server/route.js';
 
@@ -156,7 +156,6 @@ export function registerAdminRoutes(apps: readonly TemplatedApp[], deps: AdminDe
 
   route('post', '/admin/artifacts', 'admin_publish', async (ex, body, query) => {
     const request = parsePublishBody(await body!);
-    await checkGroupSteps(ctx, request.rollout);
     const outcome = await ctx.call('manifester', (m) => m.publishTrack(request));
     query.audit.detail = `published ${outcome.artifact} ${request.version} (${outcome.hash})${request.rollout ? ' with a rollout' : ''}`;
     ctx.log.info({ artifact: outcome.artifact, hash: outcome.hash, changed: outcome.changed }, 'admin: track published');

@@ -2,7 +2,6 @@ import type { FleetApi, TagChange } from '../../../messages/fleet.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { isRecord, refuseUnknownFields } from '../../../shared/input.js';
 import type { Peer } from '../../../shared/rpc.js';
-import { groupsOf, type RolloutPlan } from '../../../shared/rollout-plan.js';
 import { parseFilter } from '../../../shared/targeting/filter.js';
 import { parseTagList, parseTargetName, refuse } from '../../../shared/targeting/names.js';
 import type { ActorContext } from '../../runtime.js';
@@ -13,7 +12,7 @@ import { sendJson } from '../server/respond.js';
 
 // Tags and groups (docs/rollouts.md, "Targeting"): bodies checked here, the fleet actor stores
 // them. A group a live rollout names cannot be deleted: the rollouts are the manifester's, so
-// it is asked first.
+// the manifester deletes it.
 
 /** A group name from the path, percent-decoded. */
 function groupName(segment: string | undefined): string {
@@ -37,17 +36,6 @@ export function parseTagChange(body: Buffer): TagChange {
   const both = add.find((tag) => remove.includes(tag));
   if (both !== undefined) refuse('remove', `names ${JSON.stringify(both)}, which add names too`);
   return { filter, add, remove };
-}
-
-/** A publish's group steps must name groups that exist (INVALID_ROLLOUT naming the step), so a typo does not hold a rollout at a step nobody is in. */
-export async function checkGroupSteps(ctx: ActorContext, plan: RolloutPlan | undefined): Promise<void> {
-  if (!plan || groupsOf(plan).length === 0) return;
-  const known = ctx.config.fleet.enabled ? await ctx.call('fleet', (f) => f.groupNames()) : [];
-  plan.steps.forEach((step, i) => {
-    if (typeof step === 'object' && !known.includes(step.group)) {
-      refuse(`rollout.steps[${i}].group`, `names ${JSON.stringify(step.group)}, which is not a group (PUT /admin/groups/{name} first)`, 'INVALID_ROLLOUT');
-    }
-  });
 }
 
 export function registerTargetingRoutes(route: AdminRoute, ctx: ActorContext): void {
@@ -99,10 +87,10 @@ export function registerTargetingRoutes(route: AdminRoute, ctx: ActorContext): v
 
   route('del', '/admin/groups/:name', 'admin_group_delete', async (ex, _body, query) => {
     const name = groupName(query.param);
-    // The manifester owns the rollouts: a group one of them names while not complete or aborted stays.
-    const inUse = await ctx.call('manifester', (m) => m.groupsInUse());
-    if (inUse.includes(name)) throw new UpdaterError('GROUP_IN_USE', `a rollout that is not complete or aborted names the group ${JSON.stringify(name)}; complete or abort it first`, { group: name });
-    const deleted = await fleet((f) => f.deleteGroup(name));
+    if (!ctx.config.fleet.enabled) throw new UpdaterError('FLEET_DISABLED');
+    // The manifester owns the rollouts: it deletes a group no rollout names (GROUP_IN_USE
+    // otherwise), as one step with the publishes that name groups (rollout/rollout-groups.ts).
+    const deleted = await ctx.call('manifester', (m) => m.deleteGroup(name));
     if (!deleted) throw new UpdaterError('GROUP_NOT_FOUND', `no group ${JSON.stringify(name)}`);
     query.audit.detail = `group ${name} deleted`;
     sendJson(ex, 200, deleted);

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { redactDatabaseUrl } from '../../../shared/database/connect.js';
 import type { Database } from '../../../shared/database/schema.js';
 import { EMPTY_TRACKS, lockTracks, readRevision, readTracks, writeTrackChanges, type StoredTracks } from './track-queries.js';
@@ -60,18 +60,40 @@ export class ClusterTracks {
     });
   }
 
-  /** Applies a change to the tracks as one cluster-wide transaction; the table follows the database. */
-  change<T>(change: () => T): Promise<T> {
-    let read: StoredTracks | undefined;
-    return this.guard(() => this.deps.db.transaction().execute(async (trx) => {
-      await lockTracks(trx);
-      read = await readTracks(trx);
-      this.apply(read);
+  /**
+   * Applies a change to the tracks as one cluster-wide transaction; the table follows the
+   * database. `first`, when given, runs before the change, under the lock: a check that a
+   * change made elsewhere at the same moment must not slip past (the groups a publish names).
+   */
+  change<T>(change: () => T, first?: () => Promise<void>): Promise<T> {
+    return this.locked(async (trx, read) => {
+      await first?.();
       const result = change();
       const after = { default: this.deps.tracks.default ?? '', configDefault: this.deps.configDefault, docs: encodeTracks(this.deps.tracks.all()) };
       const revision = await writeTrackChanges(trx, read, after);
       this.applied = { ...after, revision };
       return result;
+    });
+  }
+
+  /**
+   * Runs `act` with the table brought to the database and the cluster-wide lock held until it
+   * returns: no replica changes a track meanwhile. It writes no track (a group's delete, which
+   * no rollout may name, is acted on so).
+   */
+  hold<T>(act: () => Promise<T>): Promise<T> {
+    return this.locked(() => act());
+  }
+
+  /** One transaction under the cluster-wide lock, the table brought to what it read. */
+  private locked<T>(body: (trx: Transaction<Database>, read: StoredTracks) => Promise<T>): Promise<T> {
+    let read: StoredTracks | undefined;
+    return this.guard(() => this.deps.db.transaction().execute(async (trx) => {
+      await lockTracks(trx);
+      const stored = await readTracks(trx);
+      read = stored;
+      this.apply(stored);
+      return body(trx, stored);
     })).catch((err) => {
       // Nothing was written: the table goes back to what the database holds.
       if (read) {

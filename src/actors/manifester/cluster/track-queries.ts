@@ -10,7 +10,7 @@ import type { Database } from '../../../shared/database/schema.js';
 /** The NOTIFY channel of track changes; the payload is the new revision. */
 export const TRACKS_CHANNEL = 'updater_tracks';
 /** Serializes every change of the tracks across the cluster (pg_advisory_xact_lock key). */
-const TRACKS_LOCK_KEY = 0x7570_6474; // "updt"
+export const TRACKS_LOCK_KEY = 0x7570_6474; // "updt"
 
 export interface StoredTracks {
   readonly revision: number;

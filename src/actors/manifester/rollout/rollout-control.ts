@@ -1,7 +1,6 @@
 import type { RolloutCommand, RolloutView } from '../../../messages/manifester.js';
 import { parseTrackKey, trackKey } from '../../../shared/artifact-key.js';
 import type { Logger } from '../../../shared/logger.js';
-import { groupsOf } from '../../../shared/rollout-plan.js';
 import { advance, applyAction, judgeHealth, rolloutView, setPercent } from './rollout.js';
 import type { TrackAdmin } from '../track-admin.js';
 import type { TrackTable } from '../tracks.js';
@@ -56,15 +55,6 @@ export class RolloutControl {
     const key = trackKey(parseTrackKey(artifact));
     const rollout = this.deps.tracks.get(key)?.rollout;
     return rollout ? rolloutView(rollout) : null;
-  }
-
-  groupsInUse(): string[] {
-    const names = new Set<string>();
-    for (const track of this.deps.tracks.all()) {
-      const r = track.rollout;
-      if (r && r.state !== 'complete' && r.state !== 'aborted') for (const name of groupsOf(r.plan)) names.add(name);
-    }
-    return [...names].sort();
   }
 
   /** One round: health first, then the timer. Errors are logged; the next tick tries again. */
