@@ -92,6 +92,7 @@ export const SLOW_FILES: readonly string[] = [
   'test/server/single-flight.test.ts',
   'test/server/store-health.test.ts',
   'test/server/store-integrity.test.ts',
+  'test/server/targeting-at-start.test.ts',
   'test/server/targeting-decisions.test.ts',
   'test/server/tls.test.ts',
   'test/server/track-configured.test.ts',

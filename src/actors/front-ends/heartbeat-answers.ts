@@ -13,6 +13,7 @@ import { encodeCoapManifest } from '../../shared/wire/cbor.js';
 import type { ManifestWire } from '../../shared/wire/keys.js';
 import { manifesterBatcher } from './heartbeat-batcher.js';
 import { plantedLeak } from './test-leak.js';
+import { firstDelayMs } from './test-delays.js';
 
 // How a front-end answers heartbeats: from its copy of the manifester's decisions when that
 // holds the answer (the steady state: up to date, or a signed delta or full file already
@@ -22,8 +23,16 @@ import { plantedLeak } from './test-leak.js';
 //
 //   heartbeat ─▶ DecisionReplica.answer ─hit──▶ answer (no message)
 //                                        └miss─▶ batcher ─▶ manifester ─▶ answer (and a newer snapshot)
+//
+// A front-end that has just started holds neither: until it holds its first snapshot and (with
+// the inventory) its first targeting index, milliseconds after its start, heartbeats wait for
+// them. Answered earlier, a member of a rollout's group step would have been routed as if
+// outside it: the manifester, where a heartbeat goes without a snapshot, judges no group, and
+// without the index no device is a member of any.
 
 const RETRY_MS = 1_000;
+/** How long heartbeats wait for the first snapshot and targeting index before they are answered without them (the actor that owes one is away). */
+const FIRST_STATE_WAIT_MS = 3_000;
 
 export interface HeartbeatAnswers<T> {
   /** The answer body: at once from the snapshot, or the manifester's later. */
@@ -47,7 +56,11 @@ export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, en
 
   const leak = ctx.name === 'http' ? plantedLeak(ctx.log) : undefined;
   let stopped = false;
+  let firstSnapshot!: () => void;
+  const snapshotHeld = new Promise<void>((resolve) => (firstSnapshot = resolve));
   const follow = async (): Promise<void> => {
+    const holdMs = firstDelayMs('snapshot', ctx.log);
+    if (holdMs > 0) await sleep(holdMs);
     while (!stopped) {
       try {
         // The typed peer proxy loses the method's type parameter: the answer is restated here, once.
@@ -55,6 +68,7 @@ export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, en
         if (next && !stopped) {
           replica.apply(next);
           snapshots++;
+          firstSnapshot();
         }
       } catch (err) {
         if (stopped) return;
@@ -64,23 +78,44 @@ export function heartbeatAnswers<E extends AnswerEncoding>(ctx: ActorContext, en
     }
   };
   void follow();
+  /** Until the front-end holds both (or gave up waiting), what a heartbeat waits for; then undefined. */
+  let starting: Promise<void> | undefined = firstState(ctx, Promise.all([snapshotHeld, targeting.first])).then(() => (starting = undefined));
+
+  const answerNow = (request: HeartbeatRequest): EncodedAnswer[E] | Promise<EncodedAnswer[E]> => {
+    const answer = replica.answer(request);
+    if (!(answer instanceof Hop)) {
+      answered.snapshot++;
+      return answer;
+    }
+    answered.manifester++;
+    return batcher.heartbeat(answer.route ? { ...request, route: answer.route } : request);
+  };
 
   return {
     answer(request) {
       leak?.(1);
-      const answer = replica.answer(request);
-      if (!(answer instanceof Hop)) {
-        answered.snapshot++;
-        return answer;
-      }
-      answered.manifester++;
-      return batcher.heartbeat(answer.route ? { ...request, route: answer.route } : request);
+      return starting ? starting.then(() => answerNow(request)) : answerNow(request);
     },
     stop() {
       stopped = true;
       targeting.stop();
     },
   };
+}
+
+/** Resolves once `held` does, or after FIRST_STATE_WAIT_MS, logged: heartbeats are then answered from what there is. */
+function firstState(ctx: ActorContext, held: Promise<unknown>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      ctx.log.warn({ waited_ms: FIRST_STATE_WAIT_MS }, 'no decision snapshot or targeting index yet; answering heartbeats without them (a group step admits nobody until the index comes)');
+      resolve();
+    }, FIRST_STATE_WAIT_MS);
+    timer.unref();
+    void held.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 /** Registers this front-end's metrics; returns the answered counts to increment. */

@@ -4,6 +4,7 @@ import type { TargetingIndex } from '../../messages/targeting-index.js';
 import { ByteLru } from '../../shared/lru.js';
 import { NO_ATTRIBUTES, type Attributes } from '../../shared/targeting/attributes.js';
 import { matches } from '../../shared/targeting/filter.js';
+import { firstDelayMs } from './test-delays.js';
 import type { ActorContext } from '../runtime.js';
 
 // What a front-end judges a rollout's group steps by, without a database trip
@@ -66,8 +67,11 @@ export class TargetingFacts {
   }
 }
 
-/** The facts of a front-end, following the fleet's index until `stop` (none with the inventory off). */
-export function followTargetingFacts(ctx: ActorContext): { facts: TargetingFacts; stop(): void } {
+/**
+ * The facts of a front-end, following the fleet's index until `stop` (none with the inventory
+ * off). `first` resolves once the first index is held (at once with the inventory off).
+ */
+export function followTargetingFacts(ctx: ActorContext): { facts: TargetingFacts; first: Promise<void>; stop(): void } {
   const facts = new TargetingFacts(ctx.config.fleet.targetingIndexBytes);
   new Gauge({
     name: 'updater_targeting_index_bytes',
@@ -79,11 +83,19 @@ export function followTargetingFacts(ctx: ActorContext): { facts: TargetingFacts
     },
   });
   let stopped = !ctx.config.fleet.enabled;
+  let held!: () => void;
+  const first = new Promise<void>((resolve) => (held = resolve));
+  if (stopped) held();
   const follow = async (): Promise<void> => {
+    const holdMs = stopped ? 0 : firstDelayMs('targeting index', ctx.log);
+    if (holdMs > 0) await sleep(holdMs);
     while (!stopped) {
       try {
         const next = await ctx.call('fleet', (f) => f.targetingIndex(ctx.name, facts.version));
-        if (next && !stopped) facts.apply(next);
+        if (next && !stopped) {
+          facts.apply(next);
+          held();
+        }
       } catch (err) {
         if (stopped) return;
         // The fleet actor is restarting, or its database is away: the last index stays in force.
@@ -93,5 +105,5 @@ export function followTargetingFacts(ctx: ActorContext): { facts: TargetingFacts
     }
   };
   void follow();
-  return { facts, stop: () => (stopped = true) };
+  return { facts, first, stop: () => (stopped = true) };
 }
