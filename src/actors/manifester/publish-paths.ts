@@ -1,7 +1,9 @@
 import { realpath, stat } from 'node:fs/promises';
 import { dirname, relative, isAbsolute } from 'node:path';
+import type { BinaryInfo } from '../../messages/store.js';
 import type { Config } from '../../shared/config/types.js';
 import { UpdaterError, isUpdaterError } from '../../shared/errors.js';
+import type { StoreAccess } from './store-access.js';
 import { fileId, identityOf, ownFiles, protectedInode, realOrAsWritten as real, type FileIdentity } from '../../shared/protected-files.js';
 
 // What an admin publish may read. A published file becomes downloadable by anyone at
@@ -69,4 +71,18 @@ export async function assertRegularFile(path: string): Promise<void> {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new UpdaterError('SOURCE_UNREADABLE', `cannot read ${path}: ${code}`, { path });
   }
+}
+
+/**
+ * Streams the file a publish names into the store. A path the configuration names for the
+ * track is the operator's own; any other came through the API and passes the rules above.
+ */
+export async function storePublishedFile(key: string, path: string, config: Config, store: StoreAccess): Promise<BinaryInfo> {
+  if (path === config.artifacts.find((a) => a.key === key)?.binary) {
+    await assertRegularFile(path);
+    return store.registerBinary(path);
+  }
+  const checked = await checkPublishPath(path, config);
+  await assertRegularFile(checked.path);
+  return store.registerBinary(checked.path, checked.identity);
 }

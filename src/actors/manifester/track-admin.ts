@@ -10,7 +10,7 @@ import { KeyedQueues } from './serial.js';
 import type { SignedManifests } from './signer.js';
 import { bootClusterTracks } from './cluster/cluster-boot.js';
 import type { ClusterTracks } from './cluster/cluster-tracks.js';
-import { assertRegularFile, checkPublishPath } from './publish-paths.js';
+import { storePublishedFile } from './publish-paths.js';
 import type { StoreAccess } from './store-access.js';
 import { bootDefault, bootFromStateFile } from './track-boot.js';
 import { TrackRecorder } from './track-record.js';
@@ -262,7 +262,7 @@ export class TrackAdmin {
     // Once before the file is stored (a typo costs no copy), and again under the tracks' lock,
     // where a delete of a group it names waits for the publish or comes before the check.
     await checkGroups?.();
-    const binary = stored ?? await this.storeFile(next.key, next.binary);
+    const binary = stored ?? await storePublishedFile(next.key, next.binary, this.deps.config, this.deps.store);
     let published: Track | undefined;
     const outcome = await this.changeTable(() => {
       const { tracks, signed, log, config } = this.deps;
@@ -284,18 +284,6 @@ export class TrackAdmin {
     }, checkGroups);
     if (published) for (const event of publishEvents(published, Date.now())) this.deps.events?.(event);
     return outcome;
-  }
-
-  private async storeFile(key: string, path: string): Promise<BinaryInfo> {
-    // A path the configuration names is the operator's own; any other came through the API.
-    const configured = this.deps.config.artifacts.find((a) => a.key === key)?.binary;
-    if (path === configured) {
-      await assertRegularFile(path);
-      return this.deps.store.registerBinary(path);
-    }
-    const checked = await checkPublishPath(path, this.deps.config);
-    await assertRegularFile(checked.path);
-    return this.deps.store.registerBinary(checked.path, checked.identity);
   }
 
   /**
