@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import { loadConfigFile } from '../../src/shared/config/load.js';
 import { startServer, type Supervisor } from '../../src/supervisor/index.js';
+import { eventually } from './admin.js';
 import { freePort, type Fixture } from './fixture.js';
 import { ACTOR_NODE_OPTIONS, nodeChild } from './node-options.js';
 
@@ -69,7 +70,14 @@ export interface ServerProcess {
   readonly child: ChildProcess;
   readonly url: string;
   output(): string;
-  /** Resolves with the exit code once the process has ended. */
+  /**
+   * Resolves once the output holds `pattern`. A line a thread logs after a change another
+   * process can see (a file removed, a metric counted) may reach the pipe after the change is
+   * seen, so such a line is waited for, not looked for at once. With `from` (a length of
+   * `output()` taken before), only output after it counts.
+   */
+  logged(pattern: RegExp, from?: number): Promise<void>;
+  /** Resolves with the exit code once the process has ended and its output is read to the end. */
   exited: Promise<number | null>;
 }
 
@@ -88,7 +96,9 @@ export async function spawnServer(configPath: string, url: string, timeoutMs = 6
   let text = '';
   child.stdout!.on('data', (d) => (text += d));
   child.stderr!.on('data', (d) => (text += d));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': Node may emit 'exit' before it has read the last of the child's output
+  // from the pipes, and the tests read the last lines (the drain's, say) once it has exited.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const started = Date.now();
   while (!text.includes('"server started"')) {
     if (child.exitCode !== null || Date.now() - started > timeoutMs) {
@@ -97,7 +107,8 @@ export async function spawnServer(configPath: string, url: string, timeoutMs = 6
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { child, url, output: () => text, exited };
+  const logged = async (pattern: RegExp, from = 0) => void await eventually(`the server logs ${pattern}`, async () => pattern.test(text.slice(from)), (found) => found);
+  return { child, url, output: () => text, logged, exited };
 }
 
 /** Runs `updater` with arguments (and `env` added to the environment) and collects its output. */
@@ -110,7 +121,8 @@ export function runUpdater(args: string[], timeoutMs = 30_000, env: NodeJS.Proce
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', (code) => {
+    // Once the pipes are read to their end, as spawnServer's `exited`.
+    child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });

@@ -55,7 +55,8 @@ t.test('updater serve --pretty: the supervisor and every actor thread write read
   let text = '';
   child.stdout.on('data', (d) => (text += d));
   child.stderr.on('data', (d) => (text += d));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close': the output is read to its end (spawnServer's `exited`).
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   t.teardown(() => {
     child.kill('SIGKILL');
   });
