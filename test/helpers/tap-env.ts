@@ -1,6 +1,6 @@
 // The environment `npm test` (run-tests.ts) and `npm run test:stress` (stress.ts) start tap in.
 
-/** The module that loads tap and a test file's static imports before tap's process-info hook (tap-first.ts). */
+/** The module that keeps tap's process-info hook idle in a test file's process (tap-first.ts). */
 export const TAP_FIRST = new URL('./tap-first.js', import.meta.url).href;
 
 /**
@@ -13,20 +13,4 @@ export function tapEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv 
   const { NODE_EXTRA_CA_CERTS: _hostCas, ...rest } = env;
   const nodeOptions = [JSON.stringify(`--import=${TAP_FIRST}`), rest.NODE_OPTIONS ?? ''].join(' ').trim();
   return { ...rest, NODE_OPTIONS: nodeOptions };
-}
-
-/**
- * The import statements a compiled test file opens with (tsc writes one a statement, types
- * erased), with the comments and blank lines between them; the scan ends at the first other
- * statement. A later import is left to the hook, and so is the text of an `import` line inside
- * a template string (a page's source that a test bundles, say).
- */
-const LEADING_IMPORT = /(?:\s+|\/\/[^\n]*|\/\*[\s\S]*?\*\/)*import\s(?:[^;'"]*?\sfrom\s)?['"]([^'"]+)['"];/y;
-
-/** The specifiers of the import statements `source` opens with, in their order. */
-export function staticImports(source: string): string[] {
-  const specifiers: string[] = [];
-  LEADING_IMPORT.lastIndex = 0;
-  for (let match = LEADING_IMPORT.exec(source); match; match = LEADING_IMPORT.exec(source)) specifiers.push(match[1]!);
-  return specifiers;
 }

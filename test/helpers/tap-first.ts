@@ -1,25 +1,34 @@
-import { readFileSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
-import { staticImports } from './tap-env.js';
+import module from 'node:module';
 
 // `npm test` puts this module in the NODE_OPTIONS of tap and every test file it starts
 // (tap-env.ts), and Node runs the `--import`s of NODE_OPTIONS before those of the command line.
-// tap starts each test file with `--import` of its process-info hook, which on Node 20 runs
-// module hooks on a thread of their own: every module loaded after it is resolved and loaded
-// through that thread, and its source is sent back to the test's thread to be measured
-// (`import 'tap'` cost 1.33 s of CPU behind the hook and 0.44 s without it). So tap, then the
-// test file's static imports, in their order, are loaded here, before the hook exists; the test
-// file finds them in the module cache. They would be evaluated before the file's body anyway.
-// What a test imports dynamically still passes through the hook.
+// tap starts each test file with `--import` of its process-info hook (@tapjs/processinfo), which
+// serves coverage and `tap --changed`; the suite uses neither (coverage is off in package.json).
+// On Node 20 the hook costs every test file about 0.3 s of CPU: it starts a thread of its own
+// for module hooks, through which every module loaded after it is resolved and loaded and its
+// source sent back to be measured, and it registers a require hook, a rewrite of every child
+// process's environment and a JSON record written at exit (.tap/processinfo). So, in a test
+// file's own process, it is kept idle before it runs:
+//
+// - its record of the process is put in place first, so its registrations (made only when it
+//   creates that record) are never made;
+// - its call to module.register (the hooks thread) is skipped, once, and register is put back.
 //
 // Only in a test file's own process: tap's runner, its before and after scripts and the
-// processes the tests start (which inherit the variables) load nothing here.
+// processes the tests start (which inherit the variables) are left as tap makes them.
 
+const PROCESS_INFO = Symbol.for('@tapjs/processinfo.ProcessInfoNodeData');
 const main = process.argv[1] ?? '';
+
 if (process.env.TAP_CHILD_ID !== undefined && /\.test\.js$/.test(main)) {
-  await import('tap');
-  for (const specifier of staticImports(readFileSync(main, 'utf8'))) {
-    // Relative to the test file; a package name resolves the same from here (one node_modules).
-    await import(specifier.startsWith('.') ? new URL(specifier, pathToFileURL(main)).href : specifier);
-  }
+  const globals = globalThis as unknown as Record<symbol, unknown>;
+  globals[PROCESS_INFO] ??= { files: [], sources: Object.create(null) as object, idle: true };
+  const register = module.register;
+  module.register = function registerUnlessProcessInfo(this: unknown, specifier: string | URL, ...rest: unknown[]) {
+    if (String(specifier).includes('/@tapjs/processinfo/')) {
+      module.register = register;
+      return;
+    }
+    return (register as (...args: unknown[]) => void).call(this, specifier, ...rest);
+  } as typeof module.register;
 }
