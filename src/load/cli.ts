@@ -10,7 +10,9 @@ Simulates a fleet of devices against a running server (loopback or your own test
 and reports requests/s, latency p50/p99/p999 (all heartbeats, then by kind: HTTP heartbeat,
 CoAP heartbeat, download), its own load (a saturated harness measures itself), errors by
 kind, bytes transferred and the server's RSS sampled every second from /metrics. Stops by
-itself after --duration.
+itself after --duration, or earlier with --until-updated. SIGINT (Ctrl-C) or SIGTERM ends the
+run early too: no new request is sent, those in flight are waited for, and the report covers
+the run so far (a second signal ends the process at once).
 
   --url URL                 server base address (default http://127.0.0.1:8080)
   --coap-url URL            CoAP address (e.g. coap://127.0.0.1:5683) for --coap-share
@@ -18,6 +20,9 @@ itself after --duration.
   --devices N               simulated devices (default 1000)
   --rate N                  heartbeats per second, all devices together (default 500)
   --duration D              how long to run, e.g. 30s, 5m (default 30s)
+  --until-updated           end the run before --duration once every device has nothing left
+                            to do: its last heartbeat was answered with no update, or it applied
+                            (or failed, see --fail-rate) the update it was offered and reported it
   --old-share F             share of devices starting on superseded versions, 0..1 (default 0.1)
   --fail-rate F             share of devices whose updates fail the boot check, 0..1 (default 0):
                             each reports the failure with a rollback reason and stays on its
@@ -52,6 +57,7 @@ export async function loadCommand(args: string[]): Promise<number> {
       devices: { type: 'string', default: '1000' },
       rate: { type: 'string', default: '500' },
       duration: { type: 'string', default: '30s' },
+      'until-updated': { type: 'boolean', default: false },
       'old-share': { type: 'string', default: '0.1' },
       'fail-rate': { type: 'string', default: '0' },
       sockets: { type: 'string', default: '64' },
@@ -75,6 +81,7 @@ export async function loadCommand(args: string[]): Promise<number> {
   if (Number(values['coap-share']) > 0 && !values['coap-url']) throw new RangeError('--coap-share needs --coap-url');
   if (values['device-auth'] && !values['admin-token-file']) throw new RangeError('--device-auth needs --admin-token-file (with devices.auth on, /health does not show the tracks)');
   if (values.preauthorize && !values['device-auth']) throw new RangeError('--preauthorize needs --device-auth');
+  if (values['until-updated'] && values['no-download']) throw new RangeError('--until-updated needs downloads: a device that does not download never applies its update (drop --no-download)');
   const durationMs = parseDuration(values.duration);
   if (durationMs === undefined || durationMs < 1000 || durationMs > 24 * 3600_000) throw new RangeError('--duration must be a duration from 1s to 24h, like 30s or 5m');
   const options: LoadOptions = {
@@ -92,17 +99,34 @@ export async function loadCommand(args: string[]): Promise<number> {
     ...(values['admin-token-file'] ? { adminToken: readFileSync(values['admin-token-file'], 'utf8').trim() } : {}),
     ...(values['device-auth'] ? { deviceAuth: { ratePerSecond: number('auth-rate', 1, 100_000), preauthorize: values.preauthorize! } } : {}),
     ...(values.soak ? { soak: { boundBytes: number('rss-bound-mb', 1, 1_000_000) * 1024 * 1024, maxSlopeBytesPerMinute: number('rss-slope-mb', 0, 100_000, false) * 1024 * 1024 } } : {}),
+    untilUpdated: values['until-updated']!,
     progress: (line) => process.stderr.write(`${line}\n`),
   };
-  const report = await runLoad(options);
+  // The first signal ends the run with its report; it removes the handlers, so a second one
+  // ends the process the default way. A signal during --device-auth's enrollment ends the run
+  // as soon as the enrollment is done.
+  let interrupted = false;
+  const interrupt = () => {
+    interrupted = true;
+    quiet();
+  };
+  const quiet = () => {
+    process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
+  };
+  process.on('SIGINT', interrupt);
+  process.on('SIGTERM', interrupt);
+  const report = await runLoad({ ...options, until: () => interrupted }).finally(quiet);
   process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
   if (report.heartbeats === 0) return 1;
   return report.soak && !report.soak.ok ? 1 : 0;
 }
 
+const ENDED: Record<LoadReport['ended'], string> = { duration: '', updated: ' (ended: every device updated)', stopped: ' (ended early by a signal)' };
+
 export function formatReport(r: LoadReport): string {
   const lines = [
-    `devices ${r.devices} over ${r.tracks} tracks for ${r.seconds.toFixed(1)} s`,
+    `devices ${r.devices} over ${r.tracks} tracks for ${r.seconds.toFixed(1)} s${ENDED[r.ended]}`,
     `requests/s      ${r.requests_per_second.toFixed(0)}   (heartbeats over http ${r.transports.http}, coap ${r.transports.coap})`,
     `heartbeats      ${r.heartbeats}   downloads ${r.downloads}   updates applied ${r.updates_applied}   failed ${r.updates_failed}   reports ${r.reports}`,
     `latency ms      p50 ${r.latency_ms.p50.toFixed(2)}   p99 ${r.latency_ms.p99.toFixed(2)}   p999 ${r.latency_ms.p999.toFixed(2)}   max ${r.latency_ms.max.toFixed(2)}`,

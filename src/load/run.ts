@@ -32,6 +32,11 @@ export interface LoadOptions {
   /** Ends the run early once it returns true (checked every tick). */
   until?: () => boolean;
   /**
+   * Ends the run once every device has nothing left to do: its last heartbeat was answered
+   * with no update, or it applied (or failed) the update it was offered. Needs downloads.
+   */
+  untilUpdated?: boolean;
+  /**
    * Share of heartbeats sent by a device that was just re-imaged: to a superseded version of
    * its track (a delta), or half of the time to an image the server does not know (a full
    * download). Keeps downloads, signed manifests and the caches busy for a whole soak.
@@ -45,6 +50,8 @@ export interface LoadOptions {
 
 export interface LoadReport {
   seconds: number;
+  /** What ended the run: its duration, every device updated (untilUpdated), or the caller's `until` (the CLI: a signal). */
+  ended: 'duration' | 'updated' | 'stopped';
   devices: number;
   tracks: number;
   requests_per_second: number;
@@ -129,6 +136,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   let sent = 0;
   let cursor = 0;
   const pending = new Set<Promise<void>>();
+  // Devices with something left to do (untilUpdated): every one until its first answer.
+  const unsettled = new Set(fleet);
 
   const nextDevice = (): Device | undefined => {
     for (let tries = 0; tries < fleet.length; tries++) {
@@ -160,10 +169,17 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       if (answer.status !== 200 || !answer.manifest) return stats.error(`${device.transport}_${answer.status}`);
       stats.outcome(device.transport);
       const m = answer.manifest;
-      if (!m.update_available) return stats.outcome('up_to_date');
+      if (!m.update_available) {
+        unsettled.delete(device);
+        return stats.outcome('up_to_date');
+      }
+      unsettled.add(device);
       if (!m.signature) return stats.outcome('retry_later');
       stats.outcome(m.delta_endpoint ? `delta_offered_${m.delta_format ?? 'bsdiff40'}` : 'full_offered');
-      if (device.failedTargets.has(m.target_hash)) return stats.outcome('failed_target_skipped');
+      if (device.failedTargets.has(m.target_hash)) {
+        unsettled.delete(device);
+        return stats.outcome('failed_target_skipped');
+      }
       if (options.download) await fetchUpdate(device, m.delta_endpoint ?? m.binary_endpoint!, m.delta_hash, m.target_hash);
     } catch (err) {
       stats.error((err as NodeJS.ErrnoException).code ?? (err as Error).message);
@@ -204,6 +220,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       : http.report(JSON.stringify(fields), token)), (n) => n), HEARTBEAT_DEADLINE_MS, `${device.transport}_report_timeout`);
     if (status !== 204) return stats.error(`${device.transport}_report_${status}`);
     stats.reports++;
+    // Settled once the server has the outcome; a lost report is made good by the next heartbeat.
+    unsettled.delete(device);
   };
 
   const rssTimer = setInterval(() => {
@@ -225,7 +243,16 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   }, 1000);
 
   const deadline = performance.now() + options.durationMs;
-  while (performance.now() < deadline && !options.until?.()) {
+  let ended: LoadReport['ended'] = 'duration';
+  while (performance.now() < deadline) {
+    if (options.until?.()) {
+      ended = 'stopped';
+      break;
+    }
+    if (options.untilUpdated && unsettled.size === 0) {
+      ended = 'updated';
+      break;
+    }
     const due = Math.floor(options.rate * stats.elapsedSeconds()) - sent;
     for (let i = 0; i < due; i++) {
       sent++;
@@ -256,6 +283,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const soak = options.soak ? judgeSoak(rss, options.soak.boundBytes, options.soak.maxSlopeBytesPerMinute) : undefined;
   return {
     seconds,
+    ended,
     devices: fleet.length,
     tracks: tracks.length,
     requests_per_second: stats.requests / seconds,

@@ -112,19 +112,31 @@ export async function spawnServer(configPath: string, url: string, timeoutMs = 6
 }
 
 /** Runs `updater` with arguments (and `env` added to the environment) and collects its output. */
-export function runUpdater(args: string[], timeoutMs = 30_000, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const node = nodeChild([UPDATER_BIN, ...args], env);
-    const child = spawn(node.command, node.args, { stdio: ['ignore', 'pipe', 'pipe'], env: node.env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+export function runUpdater(args: string[], timeoutMs = 30_000, env: NodeJS.ProcessEnv = {}): Promise<UpdaterRun> {
+  return spawnUpdater(args, timeoutMs, env).done;
+}
+
+export interface UpdaterRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** runUpdater with the child at hand, to signal it (`updater load` reports and ends on SIGINT). */
+export function spawnUpdater(args: string[], timeoutMs = 30_000, env: NodeJS.ProcessEnv = {}): { child: ChildProcess; stderr: () => string; done: Promise<UpdaterRun> } {
+  const node = nodeChild([UPDATER_BIN, ...args], env);
+  const child = spawn(node.command, node.args, { stdio: ['ignore', 'pipe', 'pipe'], env: node.env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const done = new Promise<UpdaterRun>((resolve) => {
     // Once the pipes are read to their end, as spawnServer's `exited`.
     child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
   });
+  return { child, stderr: () => stderr, done };
 }

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { adminCall } from '../helpers/admin.js';
+import { adminCall, eventually } from '../helpers/admin.js';
 import { firmware, freePort, makeFixture } from '../helpers/fixture.js';
-import { runUpdater, startTestServer } from '../helpers/server.js';
+import { runUpdater, spawnUpdater, startTestServer } from '../helpers/server.js';
 
 t.test('updater load drives a mixed HTTP and CoAP fleet and reports what happened', async (t) => {
   const fixture = await makeFixture();
@@ -34,6 +34,27 @@ t.test('updater load drives a mixed HTTP and CoAP fleet and reports what happene
   }
   t.ok(report.harness.sent > 0 && report.harness.event_loop_utilization > 0, 'the harness reports its own load');
   t.match(result.stderr, /heartbeats\/s=/, 'live progress on the terminal');
+  t.equal(report.ended, 'duration');
+
+  await t.test('--until-updated ends the run once every device has applied its update', async (t) => {
+    const updated = await runUpdater(['load', '--url', server.url, '--devices', '60', '--rate', '60', '--duration', '60s', '--old-share', '1',
+      '--admin-token-file', fixture.tokenPath, '--until-updated'], 90_000);
+    t.equal(updated.code, 0, updated.stderr);
+    const [, seconds] = /for ([\d.]+) s \(ended: every device updated\)/.exec(updated.stdout) ?? [];
+    t.ok(seconds !== undefined && Number(seconds) < 60, `ended before --duration, and says why (${updated.stdout.split('\n')[0]})`);
+    t.match(updated.stdout, /updates applied 60 {3}failed 0 {3}reports 60/, 'each of the 60 devices, all on the old version, updated and reported it');
+  });
+
+  await t.test('SIGINT ends a run early with the report of the run so far', async (t) => {
+    const run = spawnUpdater(['load', '--url', server.url, '--devices', '20', '--rate', '20', '--duration', '60s', '--json'], 90_000);
+    await eventually('the run is under way', async () => run.stderr(), (err) => /t=1s/.test(err), 30_000);
+    run.child.kill('SIGINT');
+    const stopped = await run.done;
+    t.equal(stopped.code, 0, stopped.stderr);
+    const report = JSON.parse(stopped.stdout);
+    t.equal(report.ended, 'stopped');
+    t.ok(report.heartbeats > 0 && report.seconds < 60, `a report of the ${report.seconds.toFixed(1)} s it ran (${report.heartbeats} heartbeats)`);
+  });
 });
 
 t.test('updater load refuses bad options', async (t) => {
@@ -46,4 +67,7 @@ t.test('updater load refuses bad options', async (t) => {
   const fail = await runUpdater(['load', '--fail-rate', '1.5']);
   t.equal(fail.code, 2);
   t.match(fail.stderr, /--fail-rate must be a number from 0 to 1/);
+  const until = await runUpdater(['load', '--until-updated', '--no-download']);
+  t.equal(until.code, 2);
+  t.match(until.stderr, /--until-updated needs downloads/);
 });
