@@ -6,7 +6,7 @@ import { adminCall, eventually, listTracks, trackOf } from '../helpers/admin.js'
 import { startCluster, startNginx, type Cluster } from '../helpers/cluster.js';
 import { firmware, nextVersion, sha256Hex } from '../helpers/fixture.js';
 import { getBytes, heartbeat, heartbeatUntilSigned, metricValue } from '../helpers/http.js';
-import { runUpdater } from '../helpers/server.js';
+import { runUpdater, spawnUpdater } from '../helpers/server.js';
 import { needs } from '../helpers/system-tools.js';
 
 // Faults of a cluster (docs/scaling.md): a replica killed under load, a replica killed in the
@@ -42,8 +42,10 @@ t.test('kill -9 of a replica under load through nginx: every device still update
   const victim = cluster.replicas[1]!;
 
   const devices = 300;
+  // Every device is updated within about 3 s; --until-updated ends the load then, and
+  // --duration bounds it.
   const load = runUpdater(['load', '--url', nginx.url, '--devices', String(devices), '--rate', '150', '--duration', '15s',
-    '--old-share', '1', '--admin-token-file', cluster.fixture.tokenPath, '--json'], 120_000);
+    '--old-share', '1', '--admin-token-file', cluster.fixture.tokenPath, '--until-updated', '--json'], 120_000);
   // Kill once the load is well under way (nginx has logged requests to every replica).
   await eventually('load reaches every replica', () => nginx.accessLog(), (lines) => cluster.replicas.every((r) => lines.filter((l) => l.includes(`:${r.port} `)).length >= 20), 60_000);
   const killedAt = Date.now() / 1000;
@@ -51,13 +53,16 @@ t.test('kill -9 of a replica under load through nginx: every device still update
   const result = await load;
   t.equal(result.code, 0, result.stderr);
   const report = JSON.parse(result.stdout);
-  t.comment(`load: ${report.heartbeats} heartbeats, ${report.updates_applied} updates, errors ${JSON.stringify(report.errors)}`);
+  t.comment(`load: ${report.heartbeats} heartbeats, ${report.updates_applied} updates in ${report.seconds.toFixed(1)} s, errors ${JSON.stringify(report.errors)}`);
   t.equal(report.updates_applied, devices, 'every simulated device finished its update');
-  t.ok(report.heartbeats > devices, 'heartbeats went on after the kill');
+  t.equal(report.ended, 'updated', 'and the load ended because of it');
 
   const lines = await nginx.accessLog();
   const failed = lines.filter((l) => Number(l.split(' ')[1]) >= 500);
   const elsewhere = failed.filter((l) => !l.includes(`127.0.0.1:${victim.port}`));
+  // Updates went on after the kill, on the replicas left: devices downloaded and reported then.
+  const survivorsAfter = lines.filter((l) => Number(l.split(' ')[0]) > killedAt && Number(l.split(' ')[1]) < 300 && /"POST \/report /.test(l) && !l.includes(`127.0.0.1:${victim.port}`));
+  t.ok(survivorsAfter.length > 0, `devices reported updates to the replicas left after the kill (${survivorsAfter.length})`);
   t.same(elsewhere, [], `every failed request had gone to the killed replica (${failed.length} failed)`);
   if (elsewhere.length > 0) t.comment(`nginx error log:\n${(await nginx.errorLog()).join('\n')}`);
   // A request that was on the killed replica when it died ended after the kill.
@@ -102,8 +107,11 @@ t.test('the database lost and back under load: devices are answered, admin write
   const v3 = await cluster.fixture.writeBinary('dbcut-v3.bin', nextVersion(await readFile(v2.path), 'dbcut-3'));
   const [a, b] = cluster.replicas as [Cluster['replicas'][0], Cluster['replicas'][0]];
 
-  const load = runUpdater(['load', '--url', a.url, '--devices', '200', '--rate', '100', '--duration', '12s',
+  // The load runs until the database is back (SIGINT ends it with its report); --duration
+  // only bounds it.
+  const load = spawnUpdater(['load', '--url', a.url, '--devices', '200', '--rate', '100', '--duration', '60s',
     '--old-share', '0.5', '--admin-token-file', cluster.fixture.tokenPath, '--json'], 120_000);
+  t.teardown(() => load.child.kill('SIGKILL'));
   await new Promise((r) => setTimeout(r, 1500));
   await cluster.relay.cut();
   const health = (url: string) => fetch(`${url}/health`).then((r) => r.json() as Promise<Record<string, unknown>>);
@@ -125,9 +133,14 @@ t.test('the database lost and back under load: devices are answered, admin write
 
   await cluster.relay.restore();
   await eventually('both replicas reach the database again', () => Promise.all([a, b].map((r) => health(r.url))), (hs) => hs.every((h) => h.database === 'ok'), 30_000);
-  const result = await load;
+  // And on through a progress line of the load's (one a second) with the database back.
+  const progressSoFar = load.stderr().length;
+  await eventually('the load goes on with the database back', async () => load.stderr().slice(progressSoFar), (more) => /t=\d+s/.test(more), 30_000);
+  load.child.kill('SIGINT');
+  const result = await load.done;
   t.equal(result.code, 0, result.stderr);
   const report = JSON.parse(result.stdout);
+  t.equal(report.ended, 'stopped', `the load ran from before the cut until after the database was back (${report.seconds.toFixed(1)} s, ${report.heartbeats} heartbeats)`);
   t.same(realErrors(report.errors), [], 'no device request failed while the database was gone');
 
   t.equal((await adminCall(b.url, 'POST', '/admin/artifacts', { name: 'app', version: '3', binary: v3.path })).status, 200, 'admin writes work again');
