@@ -70,7 +70,7 @@ export async function startDeviceIdentity(
   const reload = async () => {
     if (!trust) return;
     const since = nowSeconds() - ttl;
-    trust.replace(await ids.revocations(db(), since), await ids.certificateRefusals(db(), since));
+    await trust.refresh(async () => [await ids.revocations(db(), since), await ids.certificateRefusals(db(), since)]);
   };
   await reload().catch(() => undefined);
   await countPending().catch(() => undefined);
