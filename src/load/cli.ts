@@ -27,7 +27,7 @@ the run so far (a second signal ends the process at once).
   --fail-rate F             share of devices whose updates fail the boot check, 0..1 (default 0):
                             each reports the failure with a rollback reason and stays on its
                             version, so a staged rollout can be watched pausing itself
-  --sockets N               keep-alive connections (default 64)
+  --sockets N               keep-alive connections (default 64; one idle for 5 s is closed)
   --max-inflight N          requests in flight at most (default 512)
   --no-download             do not fetch the deltas and binaries offered
   --admin-token-file FILE   read track histories from GET /admin/artifacts (needed for --old-share)

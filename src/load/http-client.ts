@@ -27,6 +27,9 @@ export interface AuthAnswer {
   readonly pending?: boolean;
 }
 
+/** A harness socket idle this long is closed (see the constructor). */
+export const IDLE_SOCKET_MS = 5_000;
+
 const bearer = (token: string | undefined): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` });
 
 export class HttpLoadClient {
@@ -35,13 +38,18 @@ export class HttpLoadClient {
   private readonly host: string;
   private readonly port: number;
 
-  constructor(baseUrl: string, sockets: number) {
+  constructor(baseUrl: string, sockets: number, idleMs = IDLE_SOCKET_MS) {
     const url = new URL(baseUrl);
     if (url.protocol !== 'http:') throw new Error(`--url must be an http:// address (got ${baseUrl})`);
     this.host = url.hostname;
     this.port = Number(url.port || 80);
-    this.agent = new Agent({ keepAlive: true, maxSockets: sockets });
-    this.downloads = new Agent({ keepAlive: true, maxSockets: sockets });
+    // An idle socket is closed after idleMs (the agent's `timeout` ends a free socket; a request
+    // in flight has its own deadline below). It must be the harness that closes it, before the
+    // server does: uWS ends a connection idle for 10 s without a word, and a request sent on it
+    // as it goes is answered ECONNRESET, which the report would count as the server's error.
+    // The same reason as the 5 s keepalive_timeout of the nginx example (docs/operations.md).
+    this.agent = new Agent({ keepAlive: true, maxSockets: sockets, timeout: idleMs });
+    this.downloads = new Agent({ keepAlive: true, maxSockets: sockets, timeout: idleMs });
   }
 
   heartbeat(body: string, token?: string): Promise<HeartbeatAnswer> {
