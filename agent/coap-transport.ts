@@ -110,15 +110,28 @@ export class CoapTransport implements Transport {
    * proved it receives to 3x the request (docs/coap.md, "Amplification"): it then answers
    * 4.01 or a smaller block with an Echo value (RFC 9175), and the request goes again with
    * it. The value is kept and sent on every later request while the server accepts it.
+   * An answer is compared with the Echo its own request carried, not with the latest kept:
+   * exchanges may run at once over one socket (the load harness), and one sent without an Echo
+   * may come back with the very value another answer brought meanwhile, and must still go again.
    */
   private async request(method: 'GET' | 'POST', path: string, options: NamedOption[], payload: Buffer | undefined,
     timeoutMs: number, signal?: AbortSignal, deviceToken = this.token): Promise<ParsedPacket> {
-    const withEcho = () => (this.echo ? [...options, { name: String(ECHO_OPTION) as NamedOption['name'], value: this.echo }] : options);
-    const response = await this.requestOnce(method, path, withEcho(), payload, timeoutMs, signal, deviceToken);
+    const withEcho = (echo: Buffer | undefined) => (echo ? [...options, { name: String(ECHO_OPTION) as NamedOption['name'], value: echo }] : options);
+    const carried = this.echo;
+    const response = await this.requestOnce(method, path, withEcho(carried), payload, timeoutMs, signal, deviceToken);
     const echo = echoValue(response.options);
-    if (!echo || (this.echo && echo.equals(this.echo))) return response;
+    if (!echo || (carried && echo.equals(carried))) return response;
     this.echo = echo;
-    return this.requestOnce(method, path, withEcho(), payload, timeoutMs, signal, deviceToken);
+    return this.requestOnce(method, path, withEcho(echo), payload, timeoutMs, signal, deviceToken);
+  }
+
+  /**
+   * POST of a CBOR body and the answer whatever its code, for a caller that reads the code
+   * itself (the load harness counts each refusal by its code); the device's own calls below
+   * refuse every answer but the one they expect.
+   */
+  post(path: string, body: Buffer, timeoutMs: number, deviceToken?: string): Promise<ParsedPacket> {
+    return this.request('POST', path, [{ name: 'Content-Format', value: CBOR_FORMAT }], body, timeoutMs, undefined, deviceToken);
   }
 
   /** One confirmable request and its response, retransmitted with the RFC's exponential timing. */
