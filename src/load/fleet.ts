@@ -36,7 +36,7 @@ export interface Device {
   encoded?: { second: number; versionHash: string; body: string | Buffer };
 }
 
-const TIGHT_FORMATS: readonly string[] = ['bsdiff-lzma', 'bsdiff40'];
+export const TIGHT_FORMATS: readonly string[] = ['bsdiff-lzma', 'bsdiff40'];
 
 export function buildFleet(count: number, tracks: readonly TrackInfo[], oldShare: number, coapShare = 0, seed = randomBytes(4).toString('hex'), failShare = 0): Device[] {
   if (tracks.length === 0) throw new Error('the server has no tracks to simulate devices for');
