@@ -263,7 +263,9 @@ export class CoapTransport implements Transport {
     }
   }
 
+  /** Ends the exchanges under way (their timers would otherwise retransmit on a new socket) and the socket. */
   async close(): Promise<void> {
+    for (const exchange of this.exchanges.values()) exchange.reject(transportError('coap', 'close', new Error('the transport was closed')));
     const socket = this.socket;
     this.socket = undefined;
     if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));

@@ -86,3 +86,13 @@ t.test('two requests refused 4.01 with the same Echo value each go again with it
   t.same(statuses, [204, 204], 'both reports are answered 2.04 after going again with the Echo value');
   t.equal(repeated, 2, 'each went again, with the Echo value');
 });
+
+t.test('closing the client ends the exchanges under way', async (t) => {
+  let received = 0;
+  const url = await scriptedServer(t, () => received++);
+  const client = new CoapLoadClient(url);
+  const report = reportWithin(client, 'never answered', 3_000).catch((err: Error) => err.message);
+  while (received === 0) await new Promise((r) => setTimeout(r, 10));
+  client.close();
+  t.match(await report, /the transport was closed/, 'the report under way is ended with the client');
+});
