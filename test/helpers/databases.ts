@@ -3,9 +3,8 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql, type Kysely } from 'kysely';
-import pg from 'pg';
-import { openDatabase } from '../../src/shared/database/connect.js';
+import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import type { Database, Engine } from '../../src/shared/database/schema.js';
 import { currentRunDir, POSTGRES_FILE, type RunPostgres } from './test-run.js';
 
@@ -36,7 +35,13 @@ export interface TestDatabase {
 
 export const ENGINES: readonly Engine[] = ['sqlite', 'postgres'];
 
+// pg, kysely and the server's database modules are loaded when first used: a test file that
+// only names a database for the servers it starts (the cluster and spawned-server tests) would
+// spend about 0.4 s of CPU loading them one by one (kysely alone is some 400 modules) for nothing.
+const openDatabase = async (location: string) => (await import('../../src/shared/database/connect.js')).openDatabase(location);
+
 async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: TEST_PG_URL });
   await client.connect();
   try {
@@ -118,6 +123,7 @@ export async function openTestReplicas(t: { teardown(fn: () => Promise<void>): v
 
 /** PostgreSQL: the sessions of `db`'s database waiting for a lock (a test's way to know a transaction is held up where it means it to be). */
 export async function lockWaiters(db: Kysely<Database>): Promise<number> {
+  const { sql } = await import('kysely');
   const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
   return rows[0]!.n;
 }
