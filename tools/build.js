@@ -13,7 +13,8 @@
 //      imports from dist/src and plain JavaScript packages into index.bundle.mjs beside it, which the
 //      supervisor starts (src/supervisor/actor-host.ts): loaded one by one, those are several
 //      hundred modules per worker, and a server starts on about half the CPU bundled (bench/start.ts).
-//      The device agent (dist/agent/index.js) likewise, which `updater agent` runs (src/cli.ts).
+//      The device agent (dist/agent/index.js) likewise, which `updater agent` runs (src/cli.ts),
+//      and the main thread of `updater serve` (dist/src/supervisor/serve.js into serve.bundle.mjs).
 //      Redone when a file of dist/src or dist/agent is newer than the bundle.
 // Plain JavaScript: it runs before anything is compiled.
 import { spawnSync } from 'node:child_process';
@@ -94,9 +95,10 @@ const actorsDir = join(dist, 'src', 'actors');
 const newestSource = Math.max(mtime(join(root, 'package-lock.json')), mtime(fileURLToPath(import.meta.url)), mtime(promClientShim),
   ...[...filesUnder('dist/src'), ...filesUnder('dist/agent')].filter((f) => f.endsWith('.js')).map(mtime));
 const actors = existsSync(actorsDir) ? readdirSync(actorsDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => join(actorsDir, e.name)) : [];
-for (const dir of [...actors, join(dist, 'agent')]) {
-  const entry = join(dir, 'index.js');
-  const bundle = join(dir, 'index.bundle.mjs');
+// Each entry's bundle is written beside it: the modules in it find files from their own place.
+const entries = [...[...actors, join(dist, 'agent')].map((dir) => join(dir, 'index.js')), join(dist, 'src', 'supervisor', 'serve.js')];
+for (const entry of entries) {
+  const bundle = entry.replace(/\.js$/, '.bundle.mjs');
   if (!existsSync(entry)) {
     rmSync(bundle, { force: true });
     continue;
