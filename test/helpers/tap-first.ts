@@ -1,4 +1,5 @@
 import module from 'node:module';
+import { setFlagsFromString } from 'node:v8';
 
 // `npm test` puts this module in the NODE_OPTIONS of tap and every test file it starts
 // (tap-env.ts), and Node runs the `--import`s of NODE_OPTIONS before those of the command line.
@@ -14,6 +15,8 @@ import module from 'node:module';
 //   creates that record) are never made;
 // - its call to module.register (the hooks thread) is skipped, once, and register is put back.
 //
+// It also keeps WebAssembly in V8's baseline tier there (below).
+//
 // Only in a test file's own process: tap's runner, its before and after scripts and the
 // processes the tests start (which inherit the variables) are left as tap makes them.
 
@@ -21,6 +24,11 @@ const PROCESS_INFO = Symbol.for('@tapjs/processinfo.ProcessInfoNodeData');
 const main = process.argv[1] ?? '';
 
 if (process.env.TAP_CHILD_ID !== undefined && /\.test\.js$/.test(main)) {
+  // Node's fetch parses HTTP with llhttp compiled to WebAssembly, and V8 recompiles its hot
+  // functions in the optimizing tier in the background: more CPU than a test file's few hundred
+  // requests ever win back (a process of 50 fetches: 0.36 s of CPU with V8's baseline tier
+  // only, against 0.53 s; of 1,000: 1.97 against 2.14). No check depends on which tier runs.
+  setFlagsFromString('--liftoff-only');
   const globals = globalThis as unknown as Record<symbol, unknown>;
   globals[PROCESS_INFO] ??= { files: [], sources: Object.create(null) as object, idle: true };
   const register = module.register;
