@@ -32,9 +32,8 @@ import type { AuthAnswer, HeartbeatAnswer } from './http-client.js';
 const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 
 /**
- * An exchange ends by itself after this: longer than the harness's own deadlines (run.ts,
- * load-auth.ts), which name the timeout in the report, so an answer that never comes holds
- * nothing for longer.
+ * An exchange whose answer never comes is given up after this: later than the harness's own
+ * deadlines (run.ts, load-auth.ts), so that theirs are the timeouts the report names.
  */
 const EXCHANGE_DEADLINE_MS = 15_000;
 
