@@ -28,7 +28,7 @@ export interface AuthAnswer {
 }
 
 /** A harness socket idle this long is closed (see the constructor). */
-export const IDLE_SOCKET_MS = 5_000;
+const IDLE_SOCKET_MS = 5_000;
 
 const bearer = (token: string | undefined): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` });
 
