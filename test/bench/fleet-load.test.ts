@@ -8,6 +8,7 @@ import { coapHeartbeatTemplate, cycleCoapDevices, deviceId, histogramQuantile, s
 import { runWrk } from '../../bench/wrk.js';
 import { heartbeatFields } from '../../src/shared/wire/cbor.js';
 import { validateHeartbeat } from '../../src/shared/wire/validate.js';
+import { needs } from '../helpers/system-tools.js';
 
 const hash = 'c'.repeat(64);
 
@@ -41,7 +42,7 @@ async function threeTokens(dir: string): Promise<string> {
   return tokens;
 }
 
-t.test('the wrk script sends valid heartbeats from the devices in turn, wrapping after the last', async (t) => {
+t.test('the wrk script sends valid heartbeats from the devices in turn, wrapping after the last', needs('wrk'), async (t) => {
   const dir = await scratchDir(t);
   const { url, seen } = await recorder(t);
   const script = await writeCyclingScript(dir, 'cycle', { versionHash: hash }, 5);
@@ -54,7 +55,7 @@ t.test('the wrk script sends valid heartbeats from the devices in turn, wrapping
   t.equal(seen[0]!.auth, undefined, 'no token without a tokens file');
 });
 
-t.test('with a tokens file every heartbeat carries its own device\'s token', async (t) => {
+t.test('with a tokens file every heartbeat carries its own device\'s token', needs('wrk'), async (t) => {
   const dir = await scratchDir(t);
   const { url, seen } = await recorder(t);
   const tokens = await threeTokens(dir);
@@ -64,7 +65,7 @@ t.test('with a tokens file every heartbeat carries its own device\'s token', asy
   for (const s of seen) t.equal(s.auth, `Bearer tok-${'abc'[Number(s.id.slice(-1))]}`, `${s.id} with its token`);
 });
 
-t.test('a fleet with an id offset sends its own ids, each with its line of the tokens file', async (t) => {
+t.test('a fleet with an id offset sends its own ids, each with its line of the tokens file', needs('wrk'), async (t) => {
   const dir = await scratchDir(t);
   const { url, seen } = await recorder(t);
   const tokens = await threeTokens(dir);
@@ -73,6 +74,10 @@ t.test('a fleet with an id offset sends its own ids, each with its line of the t
   t.ok(seen.length > 3);
   t.same([...new Set(seen.map((s) => s.id))].sort(), [deviceId(200), deviceId(201), deviceId(202)], 'only the fleet\'s own three ids');
   for (const s of seen) t.equal(s.auth, `Bearer tok-${'abc'[Number(s.id.slice(-1))]}`, `${s.id} with its token`);
+});
+
+t.test('a fleet whose ids would pass six digits is refused before wrk starts', async (t) => {
+  const dir = await scratchDir(t);
   await t.rejects(writeCyclingScript(dir, 'too-many', { versionHash: hash }, 10, { idOffset: 999_995 }), RangeError, 'ids past the six digits are refused');
 });
 

@@ -26,6 +26,7 @@ export const SYSTEM_TOOLS = {
   promtool: { pkg: 'prometheus', why: 'Prometheus\' linter reads /metrics', probe: { command: 'promtool' } },
   'systemd-analyze': { pkg: 'systemd', why: 'systemd checks the units in deploy/', probe: { command: 'systemd-analyze' } },
   openssl: { pkg: 'openssl', why: 'test CAs, and keys read by another implementation', probe: { command: 'openssl' } },
+  wrk: { pkg: 'wrk', why: 'the load benchmarks\' Lua scripts, run by the load generator they were written for', probe: { command: 'wrk' } },
   curl: { pkg: 'curl', why: 'a stock HTTP client against the server', probe: { command: 'curl' } },
   python3: { pkg: 'python3', why: 'a second implementation of cohort bucketing', probe: { command: 'python3' } },
   script: { pkg: 'bsdutils', why: 'runs the server on a pseudo-terminal', probe: { command: 'script' } },
