@@ -23,7 +23,6 @@ const CBOR_FORMAT = Buffer.from([60]);
 interface Exchange {
   resolve(packet: ParsedPacket): void;
   reject(err: unknown): void;
-  messageId: number;
   acknowledged: boolean;
 }
 
@@ -52,7 +51,9 @@ export class CoapTransport implements Transport {
   private readonly host: string;
   private readonly port: number;
   private socket: Socket | undefined;
+  /** The exchanges under way by token, and by message ID for the Empty messages that carry none. */
   private readonly exchanges = new Map<string, Exchange>();
+  private readonly byMessageId = new Map<number, Exchange>();
   private nextMessageId = randomInt(0, 0x10000);
   /** The last Echo value the server sent (see request). */
   private echo: Buffer | undefined;
@@ -92,9 +93,14 @@ export class CoapTransport implements Transport {
     } catch {
       return; // not CoAP: ignore, as RFC 7252 asks
     }
-    if (packet.confirmable) this.send({ messageId: packet.messageId, code: '0.00', ack: true });
-    const exchange = this.exchanges.get(packet.token.toString('hex'))
-      ?? [...this.exchanges.values()].find((e) => packet.ack && e.messageId === packet.messageId && packet.code === '0.00');
+    const empty = packet.code === '0.00';
+    // A confirmable response is acknowledged; a confirmable Empty message is a ping, answered
+    // with a Reset (RFC 7252 §4.3).
+    if (packet.confirmable) this.send({ messageId: packet.messageId, code: '0.00', ...(empty ? { reset: true } : { ack: true }) });
+    // An Empty message (the ACK before a separate response, or a Reset) carries no token: it
+    // names its request by message ID (RFC 7252 §4.2). Everything else is matched by token.
+    if (empty && !packet.ack && !packet.reset) return;
+    const exchange = empty ? this.byMessageId.get(packet.messageId) : this.exchanges.get(packet.token.toString('hex'));
     if (!exchange) return;
     if (packet.reset) {
       exchange.reject(transportError('coap', 'exchange', new Error('the server reset the exchange')));
@@ -150,9 +156,10 @@ export class CoapTransport implements Transport {
         clearTimeout(deadline);
         signal?.removeEventListener('abort', onAbort);
         this.exchanges.delete(key);
+        if (this.byMessageId.get(messageId) === exchange) this.byMessageId.delete(messageId);
       };
       const exchange: Exchange = {
-        messageId, acknowledged: false,
+        acknowledged: false,
         resolve: (p) => { finish(); resolve(p); },
         reject: (e) => { finish(); reject(e); },
       };
@@ -161,6 +168,7 @@ export class CoapTransport implements Transport {
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       this.exchanges.set(key, exchange);
+      this.byMessageId.set(messageId, exchange);
       let wait = ACK_TIMEOUT_MS * (1 + Math.random() * (ACK_RANDOM_FACTOR - 1));
       let sent = 0;
       const transmit = () => {
