@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quickFiles } from './quick.js';
 import { fileTimes, slowestLines } from './slowest.js';
-import { tapEnv } from './tap-env.js';
+import { buildTapPlugins, tapEnv } from './tap-env.js';
 
 // `npm test`: tap over every test file, then the closing line of run-hooks.ts (the tests skipped
 // for want of a system tool) as the very last line: tap runs its after script before it prints
@@ -20,6 +20,7 @@ const args = process.argv.slice(2);
 // tap runs from the package's root (npm's scripts do too) and keeps its copies there.
 const tapArgs = args.includes('--quick') ? [...args.filter((a) => a !== '--quick'), ...quickFiles(process.cwd())] : args;
 // npm puts node_modules/.bin on the PATH of its scripts.
+await buildTapPlugins();
 const tap = spawn('tap', tapArgs, { stdio: 'inherit', env: { ...tapEnv(), UPDATER_TEST_SKIP_REPORT: report } });
 // Ctrl-C reaches tap too (one process group): wait for it to stop its tests and servers.
 process.on('SIGINT', () => undefined);

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tapEnv } from './tap-env.js';
+import { buildTapPlugins, tapEnv } from './tap-env.js';
 
 // `npm run test:stress -- [--busy N] [--repeat K] [tap options] [files…]`: the tests under
 // load, to find the ones that pass only on an idle machine. Starts N processes that spin on
@@ -93,6 +93,7 @@ function runRound(tapArgs: string[], log: string): Promise<number | null> {
 
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
+  await buildTapPlugins();
   // Ctrl-C reaches tap and the spinners too (one process group): let tap stop its tests and
   // servers, then make sure of the spinners. A SIGTERM to this process alone is passed on.
   const interrupted = (signal: NodeJS.Signals) => () => {

@@ -1,4 +1,7 @@
-// The environment `npm test` (run-tests.ts) and `npm run test:stress` (stress.ts) start tap in.
+import { spawnSync } from 'node:child_process';
+
+// The environment `npm test` (run-tests.ts) and `npm run test:stress` (stress.ts) start tap in,
+// and the plugin set they have it built with first.
 
 /** The module that keeps tap's process-info hook idle in a test file's process (tap-first.ts). */
 export const TAP_FIRST = new URL('./tap-first.js', import.meta.url).href;
@@ -13,4 +16,19 @@ export function tapEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv 
   const { NODE_EXTRA_CA_CERTS: _hostCas, ...rest } = env;
   const nodeOptions = [JSON.stringify(`--import=${TAP_FIRST}`), rest.NODE_OPTIONS ?? ''].join(' ').trim();
   return { ...rest, NODE_OPTIONS: nodeOptions };
+}
+
+/**
+ * Has tap build its plugin set (package.json's "tap.plugin") when the one in node_modules is
+ * another, as it is on the first run after `npm install`. tap would build it itself, but after
+ * its runner has loaded the default set, and it starts every test file of that run with the
+ * default set's loaders (TypeScript's and mock's): about 1.1 s more CPU a test process, 140 s
+ * more of the suite's wall time in CI (bench/results/2026-11-29-suite-fresh-clone.md).
+ */
+export async function buildTapPlugins(): Promise<void> {
+  const [{ TapConfig }, { signature }] = await Promise.all([import('@tapjs/config'), import('@tapjs/test')]);
+  const config = await TapConfig.load();
+  if (config.pluginSignature === signature) return;
+  const built = spawnSync('tap', ['build'], { stdio: 'inherit' });
+  if (built.status !== 0) throw new Error(`tap build failed (${built.status ?? built.signal})`);
 }
