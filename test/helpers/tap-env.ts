@@ -27,7 +27,8 @@ export function tapEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv 
  */
 export async function buildTapPlugins(): Promise<void> {
   const [{ TapConfig }, { signature }] = await Promise.all([import('@tapjs/config'), import('@tapjs/test')]);
-  const config = await TapConfig.load();
+  // Not TapConfig.load(): it parses this process's arguments, which are the wrapper's (--quick, --busy).
+  const config = (await new TapConfig().loadPluginConfigFields().loadConfigFile()).parse([]);
   if (config.pluginSignature === signature) return;
   const built = spawnSync('tap', ['build'], { stdio: 'inherit' });
   if (built.status !== 0) throw new Error(`tap build failed (${built.status ?? built.signal})`);
