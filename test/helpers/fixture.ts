@@ -1,9 +1,10 @@
 import { createCipheriv, createHash, hash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { publicKeyHex, readPrivateKeyFile, writePrivateKeyFile } from '../../src/shared/signing.js';
+
+export { freePort } from './free-port.js';
 
 // Real files in a temp directory: a signing key, an admin token, and binaries whose versions
 // differ a little (so deltas are small) or a lot.
@@ -82,14 +83,3 @@ export function randomHash(): string {
   return randomBytes(32).toString('hex');
 }
 
-/** A port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
