@@ -22,7 +22,7 @@ process.once('exit', () => {
 
 /** The ports a test may pick: the widest span outside the kernel's ephemeral range. */
 export function testPortSpan(rangeText = readEphemeralRange()): { low: number; high: number } {
-  const [first, last] = rangeText.trim().split(/\s+/).map(Number);
+  const [first = NaN, last = NaN] = rangeText.trim().split(/\s+/).map(Number);
   if (!Number.isInteger(first) || !Number.isInteger(last)) return { low: 20_000, high: 32_767 };
   const below = { low: 10_000, high: first - 1 };
   const above = { low: last + 1, high: 65_535 };
