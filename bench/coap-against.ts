@@ -2,7 +2,6 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freeUdpPort } from '../test/helpers/coap.js';
 import { freePort } from '../test/helpers/fixture.js';
 import { comparisonRows, processCpuSeconds, collectWarnings, reportWarnings, startBuildServer, startNodeProcess, stopNodeProcess, THIS_ROOT, writePortableKeyFile, type Build } from './builds.js';
 import { coapOnce, DEDUP_CACHE_BYTES, heartbeatDatagram, IN_FLIGHT, MEASURE_MS, ROUNDS, sha256, WARMUP_MS, writeCoapServerConfig, writeTrackBinaries } from './coap.js';
@@ -38,7 +37,7 @@ export async function runCoapAgainst(builds: readonly Build[]): Promise<SuiteRec
     const warnings = new Map<string, () => string[]>();
     let manifest: Buffer | undefined;
     for (const build of builds) {
-      const coapPort = await freeUdpPort();
+      const coapPort = await freePort();
       const config = await writeCoapServerConfig(dir, `updater-${build.name}.yaml`, { store: join(dir, `store-${build.name}`), httpPort: await freePort(), coapPort, v1, v2 });
       const child = await startBuildServer(build, config);
       children.push(child);
@@ -48,7 +47,7 @@ export async function runCoapAgainst(builds: readonly Build[]): Promise<SuiteRec
       console.log(`  ${build.name}: ${build.root} at ${build.commit}, pid ${child.pid}, answer ${answer.length} bytes${answer.equals(manifest) ? '' : ' (differs from this build\'s)'}`);
       sides.push({ name: build.name, pid: child.pid!, port: coapPort, rounds: [] });
     }
-    const barePort = await freeUdpPort();
+    const barePort = await freePort();
     const bare = await startNodeProcess(join(THIS_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifest!.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
     children.push(bare);
     sides.unshift({ name: 'bare', pid: bare.pid!, port: barePort, rounds: [] });

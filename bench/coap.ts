@@ -10,7 +10,6 @@ import { stringify } from 'yaml';
 import { encodeHeartbeat } from '../src/shared/wire/cbor.js';
 import { ECHO_OPTION, echoValue } from '../src/shared/wire/echo.js';
 import { writePrivateKeyFile } from '../src/shared/signing.js';
-import { freeUdpPort } from '../test/helpers/coap.js';
 import { freePort } from '../test/helpers/fixture.js';
 import { coapLoad, peakRss, sleep, type LoadResult } from './coap-load.js';
 import { startNodeProcess, stopNodeProcess, THIS_ROOT } from './builds.js';
@@ -54,7 +53,7 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
   const { v1, v2 } = await writeTrackBinaries(dir);
   await writePrivateKeyFile(join(dir, 'signing.key'));
   const httpPort = await freePort();
-  const coapPort = await freeUdpPort();
+  const coapPort = await freePort();
   const configPath = await writeCoapServerConfig(dir, 'updater.yaml', { store: join(dir, 'store'), httpPort, coapPort, v1, v2 });
 
   const server = await startNodeProcess(join(THIS_ROOT, 'bin', 'updater.js'), ['serve', '--config', configPath], '"server started"');
@@ -79,7 +78,7 @@ async function benchIn(dir: string): Promise<Record<string, unknown>> {
     };
     // The load is the fleet's steady state: devices on the current target.
     manifestBytes = await coapOnce(coapPort, heartbeatDatagram(v2Hash));
-    const barePort = await freeUdpPort();
+    const barePort = await freePort();
     bare = await startNodeProcess(join(THIS_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifestBytes.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
     const coapAgainst = (pid: number, port: number) => async () => {
       const { result, peakRssBytes } = await peakRss(pid, coapLoad(port, heartbeatDatagram(v2Hash), IN_FLIGHT, WARMUP_MS, MEASURE_MS));

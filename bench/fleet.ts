@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../src/shared/database/schema.js';
 import { adminCall } from '../test/helpers/admin.js';
-import { freeUdpPort } from '../test/helpers/coap.js';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.js';
-import { firmware, makeFixture, type Fixture } from '../test/helpers/fixture.js';
+import { firmware, freePort, makeFixture, type Fixture } from '../test/helpers/fixture.js';
 import { startTestServer, type TestServer } from '../test/helpers/server.js';
 import { coapLoad } from './coap-load.js';
 import { coapHeartbeatTemplate, cycleCoapDevices, histogramQuantile, sumMetric, writeCyclingScript } from './fleet-load.js';
@@ -73,7 +72,7 @@ async function throughput(engine: Engine, fixture: Fixture, record: SuiteRecord,
   const scripts = await mkdtemp(join(tmpdir(), 'updater-bench-fleet-wrk-'));
   try {
     for (const side of ['on', 'off'] as const) {
-      const coapPort = await freeUdpPort();
+      const coapPort = await freePort();
       const server = await startTestServer(fixture, artifacts, {
         listen: { coap: `127.0.0.1:${coapPort}` }, log_level: 'error',
         store: { dir: join(fixture.dir, `store-${engine}-${side}`) },

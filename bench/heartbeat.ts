@@ -4,7 +4,6 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../src/shared/database/schema.js';
 import { adminCall } from '../test/helpers/admin.js';
-import { freeUdpPort } from '../test/helpers/coap.js';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.js';
 import { firmware, freePort, makeFixture, nextVersion, type Fixture } from '../test/helpers/fixture.js';
 import { configDocument, writeConfig } from '../test/helpers/server.js';
@@ -241,7 +240,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     const datagram = coapHeartbeatTemplate(shapes.current);
     const vary = cycleCoapDevices(datagram, DEVICES);
     const manifest = await coapOnce(servers[0]!.coapPort, datagram);
-    const barePort = await freeUdpPort();
+    const barePort = await freePort();
     const bare = await startNodeProcess(join(THIS_ROOT, 'dist', 'bench', 'coap-bare-server.js'), [String(barePort), manifest.toString('hex'), String(DEDUP_CACHE_BYTES)], 'listening');
     children.push(bare);
     console.log(`  current CoAP answer bytes: ${manifest.length}`);
@@ -387,7 +386,7 @@ async function measure(side: Side, seconds: number, warmUp = false): Promise<Run
 async function startServer(fixture: Fixture, engine: Engine, auth: boolean, artifacts: { name: string; version: string; binary: string }[]): Promise<Server> {
   const name = auth ? `${engine}+auth` : engine;
   const port = await freePort();
-  const coapPort = await freeUdpPort();
+  const coapPort = await freePort();
   // SQLite is the default: no `database` key, the file in the store.
   const database = engine === 'postgres' ? await createTestDatabase('postgres', fixture.dir) : undefined;
   const doc = configDocument(fixture, port, artifacts, {

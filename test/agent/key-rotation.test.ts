@@ -6,7 +6,6 @@ import t from 'tap';
 import { loadConfigFile } from '../../src/shared/config/load.js';
 import { startServer, type Supervisor } from '../../src/supervisor/index.js';
 import { makeDevice, runUntilRunning } from '../helpers/agent.js';
-import { freeUdpPort } from '../helpers/coap.js';
 import { firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { ACTOR_NODE_OPTIONS, childEnv } from '../helpers/node-options.js';
 import { configDocument, REPO_ROOT, UPDATER_BIN, writeConfig } from '../helpers/server.js';
@@ -50,7 +49,7 @@ const v2 = await fixture.writeBinary('v2.bin', v2Bytes);
 const v3 = await fixture.writeBinary('v3.bin', v3Bytes);
 const v1 = await fixture.writeBinary('v1.bin', v1Bytes);
 const port = await freePort();
-const coapPort = await freeUdpPort();
+const coapPort = await freePort();
 let running: Supervisor | undefined;
 t.teardown(() => running?.stop());
 

@@ -4,9 +4,8 @@ import { decodeManifest, encodeManifest } from '../../src/shared/wire/cbor.js';
 import type { ManifestWire } from '../../src/shared/wire/keys.js';
 import { adminCall } from '../helpers/admin.js';
 import { expectExit, makeDevice, runUntilRunning, type AgentRun } from '../helpers/agent.js';
-import { freeUdpPort } from '../helpers/coap.js';
 import { startCoapRelay, type CoapRelay } from '../helpers/coap-relay.js';
-import { firmware, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';
+import { firmware, freePort, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';
 import { heartbeatUntilSigned } from '../helpers/http.js';
 import { startProxy, type Proxy } from '../helpers/proxy.js';
 import { cohortIds, deviceHeartbeat } from '../helpers/rollout.js';
@@ -25,7 +24,7 @@ const v3Bytes = nextVersion(v2Bytes, 'a3');
 const v1 = await fixture.writeBinary('v1.bin', v1Bytes);
 const v2 = await fixture.writeBinary('v2.bin', v2Bytes);
 const v3 = await fixture.writeBinary('v3.bin', v3Bytes);
-const coapPort = await freeUdpPort();
+const coapPort = await freePort();
 const TRACKS = { http: 'app-http', coap: 'app-coap' } as const;
 const server = await startTestServer(fixture, [], {
   allow_full_download: true,

@@ -5,8 +5,7 @@ import { randomSeed } from '../../src/shared/ed25519.js';
 import { signCertificate, type KeyCertificate } from '../../src/shared/release/certificate.js';
 import { publicKeyHex } from '../../src/shared/signing.js';
 import { expectExit, makeDevice, runUntilRunning, type Device } from '../helpers/agent.js';
-import { freeUdpPort } from '../helpers/coap.js';
-import { firmware, makeFixture, nextVersion } from '../helpers/fixture.js';
+import { firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { heartbeatUntilSigned } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
 
@@ -37,7 +36,7 @@ const v1Bytes = firmware(200_000, 'retired-1');
 const v2Bytes = nextVersion(v1Bytes, 'retired-2');
 const v1 = await fixture.writeBinary('v1.bin', v1Bytes);
 const v2 = await fixture.writeBinary('v2.bin', v2Bytes);
-const coapPort = await freeUdpPort();
+const coapPort = await freePort();
 const server = await startTestServer(fixture, [{ name: 'app', version: '2.0.0', binary: v2.path }], {
   listen: { coap: `127.0.0.1:${coapPort}` },
   signing: { private_key_file: fixture.keyPath, certificate_file: certPath },

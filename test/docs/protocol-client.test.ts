@@ -4,8 +4,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Decoder, Encoder } from 'cbor-x';
 import t, { type Test } from 'tap';
-import { CoapClient, freeUdpPort } from '../helpers/coap.js';
-import { firmware, makeFixture, nextVersion } from '../helpers/fixture.js';
+import { CoapClient } from '../helpers/coap.js';
+import { firmware, freePort, makeFixture, nextVersion } from '../helpers/fixture.js';
 import { REPO_ROOT, startTestServer } from '../helpers/server.js';
 import { needs } from '../helpers/system-tools.js';
 
@@ -74,7 +74,7 @@ t.test('a client written only from docs/protocol.md updates a device over HTTP a
   const v1Bytes = firmware(400_000, 'doc-1');
   const v1 = await fixture.writeBinary('v1.bin', v1Bytes);
   const v2 = await fixture.writeBinary('v2.bin', nextVersion(v1Bytes, 'doc-2'));
-  const coapPort = await freeUdpPort();
+  const coapPort = await freePort();
   const server = await startTestServer(fixture, [
     { name: 'app', os: 'linux', arch: 'arm64', version: '2.0.0', binary: v2.path },
     { name: 'legacy', version: '1.0.0', binary: v1.path },

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { freeUdpPort } from './coap.js';
 import { createTestDatabase, type TestDatabase } from './databases.js';
 import { freePort, makeFixture, type Fixture } from './fixture.js';
 import { configDocument, spawnServer, writeConfig, type ArtifactEntry, type ServerProcess } from './server.js';
@@ -67,7 +66,7 @@ export async function startCluster(
   const storeDir = join(fixture.dir, 'shared-store');
   for (let index = 0; index < count; index++) {
     const port = await freePort();
-    const coapPort = options.coap ? await freeUdpPort() : undefined;
+    const coapPort = options.coap ? await freePort() : undefined;
     const doc = configDocument(fixture, port, artifacts, {
       store: { dir: storeDir, delta_concurrency: 2, publish_roots: [fixture.dir] },
       database: relay.url,

@@ -1,6 +1,6 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { generate, parse, type ParsedPacket } from 'coap-packet';
-import type { Fixture } from './fixture.js';
+import { freePort, type Fixture } from './fixture.js';
 import { startTestServer, type ArtifactEntry, type TestServer } from './server.js';
 import { decodeManifest, encodeHeartbeat, encodeReport } from '../../src/shared/wire/cbor.js';
 import { ECHO_OPTION, echoValue } from '../../src/shared/wire/echo.js';
@@ -202,21 +202,9 @@ export function manifestOf(response: CoapResponse): Record<string, unknown> {
   return decodeManifest(response.payload);
 }
 
-/** A UDP port that was free a moment ago on 127.0.0.1. */
-export function freeUdpPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const socket = createSocket('udp4');
-    socket.once('error', reject);
-    socket.bind(0, '127.0.0.1', () => {
-      const { port } = socket.address();
-      socket.close(() => resolve(port));
-    });
-  });
-}
-
 /** The real server with both listeners, and a raw CoAP client pointed at it. */
 export async function startCoapTestServer(fixture: Fixture, artifacts: ArtifactEntry[], overrides: Record<string, unknown> = {}): Promise<{ server: TestServer; coapPort: number; client: CoapClient; stop(): Promise<void> }> {
-  const coapPort = await freeUdpPort();
+  const coapPort = await freePort();
   const listen = { coap: `127.0.0.1:${coapPort}`, ...(overrides.listen as Record<string, unknown> | undefined) };
   const server = await startTestServer(fixture, artifacts, { ...overrides, listen });
   const client = new CoapClient(coapPort);

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { adminCall, eventually, trackOf } from '../helpers/admin.js';
-import { CoapClient, freeUdpPort } from '../helpers/coap.js';
+import { CoapClient } from '../helpers/coap.js';
 import { createTestDatabase, ENGINES } from '../helpers/databases.js';
-import { firmware, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';
+import { firmware, freePort, makeFixture, nextVersion, randomHash } from '../helpers/fixture.js';
 import { postJson } from '../helpers/http.js';
 import { cohortIds, deviceHeartbeat } from '../helpers/rollout.js';
 import { startTestServer } from '../helpers/server.js';
@@ -25,7 +25,7 @@ for (const engine of ENGINES) {
     t.teardown(() => database.drop());
     const v1 = await fixture.writeBinary('v1.bin', firmware(20_000, 'offers-v1'));
     const v2 = await fixture.writeBinary('v2.bin', nextVersion(await readFile(v1.path), 'offers-v2'));
-    const coapPort = await freeUdpPort();
+    const coapPort = await freePort();
     const server = await startTestServer(fixture, [], {
       database: database.location, fleet: { flush_interval: '50ms' }, listen: { coap: `127.0.0.1:${coapPort}` },
     });
