@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
 import { readFile, readdir, unlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { freePort, testPortSpan } from './free-port.js';
+import { freePort, RESERVATIONS, testPortSpan } from './free-port.js';
 import { nodeChild } from './node-options.js';
 
 // The ports tests write into a server's configuration before it binds them. A port the kernel
@@ -32,7 +31,7 @@ t.test('a port another program listens on is not handed out', async (t) => {
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   // Its reservation gone, only the listener stands in the way.
-  await unlink(join(tmpdir(), 'updater-test-ports', String(port)));
+  await unlink(join(RESERVATIONS, String(port)));
   await t.rejects(freePort({ low: port, high: port }), /no free port found/);
 });
 
@@ -51,6 +50,6 @@ t.test('processes picking at once never share a port, and each frees its reserva
   const all = runs.flatMap((run) => run.ports);
   t.equal(all.length, 240);
   t.equal(new Set(all).size, all.length, 'no port picked by two processes');
-  const left = new Set(await readdir(join(tmpdir(), 'updater-test-ports')));
+  const left = new Set(await readdir(RESERVATIONS));
   t.same(all.filter((port) => left.has(String(port))), [], 'no reservation outlives its process');
 });

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 // picked here from below the ephemeral range, where the kernel never assigns one unasked, and
 // reserved against the suite's other processes by a file that names the holder's PID.
 
-const RESERVATIONS = join(tmpdir(), 'updater-test-ports');
+/** The reservations, one file a port; per user, since another user could not write in this one's. */
+export const RESERVATIONS = join(tmpdir(), `updater-test-ports-${process.getuid?.() ?? 'user'}`);
 const reserved = new Set<string>();
 process.once('exit', () => {
   for (const path of reserved) {
