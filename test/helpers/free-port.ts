@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,9 +16,7 @@ import { join } from 'node:path';
 export const RESERVATIONS = join(tmpdir(), `updater-test-ports-${process.getuid?.() ?? 'user'}`);
 const reserved = new Set<string>();
 process.once('exit', () => {
-  for (const path of reserved) {
-    try { unlinkSync(path); } catch { /* already gone */ }
-  }
+  for (const path of reserved) removeIfMine(path);
 });
 
 /** The ports a test may pick: the widest span outside the kernel's ephemeral range. */
@@ -55,38 +53,79 @@ export async function freePort(span = testPortSpan()): Promise<number> {
   throw new Error(`no free port found in ${span.low}-${span.high} after 500 tries`);
 }
 
+/**
+ * Takes the port's reservation file. Each file appears whole, the holder's PID in it (a link of
+ * a file already written), so no reader sees it empty or half written. A file whose holder has
+ * ended (a killed run) is taken over, but only by the one process that first creates the
+ * port's `.takeover` file, and only if the file still names that ended holder: two processes
+ * that both found it stale would otherwise each remove the other's new reservation. (One
+ * killed during a takeover leaves its `.takeover` file: that port is skipped from then on.)
+ */
 function reserve(port: number): boolean {
   const path = join(RESERVATIONS, String(port));
-  for (let tries = 0; tries < 2; tries++) {
+  const mine = join(RESERVATIONS, `${port}.${process.pid}.new`);
+  writeFileSync(mine, String(process.pid));
+  try {
+    if (linkOnce(mine, path)) return held(path);
+    const stale = holderOf(path);
+    if (stale === undefined || alive(stale)) return false;
+    const takeover = `${path}.takeover`;
+    if (!linkOnce(mine, takeover)) return false; // another process is taking it over
     try {
-      const fd = openSync(path, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      reserved.add(path);
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || holderAlive(path)) return false;
-      try { unlinkSync(path); } catch { /* another process took it over first */ }
+      if (holderOf(path) !== stale) return false;
+      unlinkSync(path);
+      return linkOnce(mine, path) && held(path);
+    } finally {
+      unlinkSync(takeover);
     }
+  } finally {
+    unlinkSync(mine);
   }
-  return false;
+}
+
+/** Links `file` as `name`; false when `name` exists. */
+function linkOnce(file: string, name: string): boolean {
+  try {
+    linkSync(file, name);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+function held(path: string): true {
+  reserved.add(path);
+  return true;
 }
 
 function release(port: number): void {
   const path = join(RESERVATIONS, String(port));
   reserved.delete(path);
-  try { unlinkSync(path); } catch { /* already gone */ }
+  removeIfMine(path);
 }
 
-/** A reservation left by a process that has ended (a killed run) no longer holds. */
-function holderAlive(path: string): boolean {
-  let pid: number;
+/** Removes a reservation file if it still names this process: never another's. */
+function removeIfMine(path: string): void {
+  if (holderOf(path) !== process.pid) return;
   try {
-    pid = Number(readFileSync(path, 'utf8'));
+    unlinkSync(path);
   } catch {
-    return true; // being written or removed right now: leave it to its holder
+    // Gone already.
   }
-  if (!Number.isInteger(pid) || pid <= 0) return true; // being written: the PID is not in yet
+}
+
+/** The PID a reservation file names, or undefined when there is none (or it cannot be read). */
+function holderOf(path: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path, 'utf8'));
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
