@@ -109,12 +109,21 @@ export function sumMetric(text: string, name: string): number {
   return text.split('\n').filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
 
-/** The upper bound of the bucket that holds the quantile (a conservative reading). */
-export function histogramQuantile(text: string, name: string, quantile: number): number {
-  const buckets = text.split('\n').filter((l) => l.startsWith(`${name}_bucket{`)).map((l) => ({
-    le: l.includes('le="+Inf"') ? Infinity : Number(/le="([^"]+)"/.exec(l)![1]),
-    count: Number(l.split(' ').pop()),
-  }));
+/** A histogram's cumulative bucket counts by upper bound, as a /metrics scrape shows them. */
+function histogramBuckets(text: string, name: string): Map<number, number> {
+  return new Map(text.split('\n').filter((l) => l.startsWith(`${name}_bucket{`)).map((l) => [
+    l.includes('le="+Inf"') ? Infinity : Number(/le="([^"]+)"/.exec(l)![1]),
+    Number(l.split(' ').pop()),
+  ]));
+}
+
+/**
+ * The upper bound of the bucket that holds the quantile (a conservative reading): of all the
+ * observations in scrape `text`, or of those made since scrape `since` when it is given.
+ */
+export function histogramQuantile(text: string, name: string, quantile: number, since?: string): number {
+  const earlier = since === undefined ? new Map<number, number>() : histogramBuckets(since, name);
+  const buckets = [...histogramBuckets(text, name)].map(([le, count]) => ({ le, count: count - (earlier.get(le) ?? 0) })).sort((a, b) => a.le - b.le);
   const total = buckets.find((b) => b.le === Infinity)?.count ?? 0;
   if (total === 0) return 0;
   return buckets.find((b) => b.count >= quantile * total)!.le;

@@ -277,6 +277,9 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     }
   }
   console.log(`  every server met all ${formatNumber(DEVICES, 0)} devices once before the rounds (${((performance.now() - passStarted) / 1000).toFixed(0)} s)`);
+  // The goal's flush lag is the steady state's: the first contact, which inserts every row, is
+  // reported beside it from this scrape.
+  const beforeRounds = new Map(await Promise.all(servers.map(async (s) => [s.name, await scrapeMetrics(s)] as const)));
   if (v3) for (const server of servers) console.log(`  ${server.name}: tagged ${formatNumber(await tagCanaries(server.url, v3.hash), 0)} devices of the targeted track's fleet`);
   for (let round = 0; round < ROUNDS; round++) {
     for (const side of roundOrder(sides, round)) {
@@ -301,17 +304,22 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     record[`${key}_cpu_us`] = Number(median(side.runs.map((r) => r.cpuUsPerHeartbeat)).toFixed(1));
   }
   for (const server of servers) {
-    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const metrics = await scrapeMetrics(server);
     const dropped = sumMetric(metrics, 'updater_fleet_dropped_updates_total');
     const feedLost = sumMetric(metrics, 'updater_fleet_feed_lost_total');
-    const lagP99 = histogramQuantile(metrics, 'updater_fleet_flush_lag_seconds', 0.99);
+    const lagP99 = histogramQuantile(metrics, 'updater_fleet_flush_lag_seconds', 0.99, beforeRounds.get(server.name));
+    const firstContactLagP99 = histogramQuantile(beforeRounds.get(server.name)!, 'updater_fleet_flush_lag_seconds', 0.99);
+    // How long one flush took over the rounds: a flush longer than the interval is what lag is made of.
+    const flushP50 = histogramQuantile(metrics, 'updater_fleet_flush_seconds', 0.5, beforeRounds.get(server.name));
+    const flushP99 = histogramQuantile(metrics, 'updater_fleet_flush_seconds', 0.99, beforeRounds.get(server.name));
     const summary = await adminCall(server.url, 'GET', '/admin/fleet?artifact=app');
     const recorded = summary.status === 200 ? Number(summary.json.devices) : Number.NaN;
     // The track `app` holds the fleets of the current and delta kinds (targeted has a track of its own).
     const fleetOfApp = DEVICES * KINDS.filter((k) => k !== 'targeted').length;
-    Object.assign(record, { [`${server.name}_dropped_updates`]: dropped, [`${server.name}_feed_lost`]: feedLost, [`${server.name}_flush_lag_p99_s`]: lagP99, [`${server.name}_devices_recorded`]: recorded });
+    Object.assign(record, { [`${server.name}_dropped_updates`]: dropped, [`${server.name}_feed_lost`]: feedLost, [`${server.name}_flush_lag_p99_s`]: lagP99, [`${server.name}_first_contact_flush_lag_p99_s`]: firstContactLagP99,
+      [`${server.name}_flush_seconds_p50`]: flushP50, [`${server.name}_flush_seconds_p99`]: flushP99, [`${server.name}_devices_recorded`]: recorded });
     ratios.push(
-      { name: `${server.name} flush lag p99 / ${GOAL_LAG_P99_S} s`, value: lagP99 / GOAL_LAG_P99_S, goal: { max: 1 }, note: `p99 <= ${lagP99} s` },
+      { name: `${server.name} flush lag p99 / ${GOAL_LAG_P99_S} s`, value: lagP99 / GOAL_LAG_P99_S, goal: { max: 1 }, note: `p99 <= ${lagP99} s over the rounds; <= ${firstContactLagP99} s while every row was first written` },
       { name: `${server.name} inventory updates dropped or lost`, value: dropped + feedLost, goal: { max: 0 }, note: `${dropped} dropped by the buffer, ${feedLost} lost by the front-ends; ${recorded} of ${fleetOfApp} devices recorded` },
     );
   }
@@ -466,4 +474,8 @@ function listOf(name: string, fallback: readonly string[], allowed: readonly str
   const wrong = values.filter((v) => !allowed.includes(v));
   if (wrong.length > 0 || values.length === 0) throw new RangeError(`${name}: ${wrong.join(', ') || '(empty)'} is not one of ${allowed.join(', ')}`);
   return values;
+}
+
+function scrapeMetrics(server: Server): Promise<string> {
+  return fetch(`${server.url}/metrics`).then((r) => r.text());
 }
