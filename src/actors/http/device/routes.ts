@@ -12,6 +12,7 @@ import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from '../server/respond.js';
 import { answerFailure, openRequest } from '../server/route.js';
+import { answerAtTurnEnd } from '../server/turn-end-answers.js';
 import { streamTransfer } from './stream.js';
 import { registerDeviceAuthRoute } from './auth-route.js';
 import type { CallbackHandler, DeviceApp, DeviceRoute, RouteDeps } from './route-types.js';
@@ -66,7 +67,8 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   const authorizationOf = (req: HttpRequest) => (gate.on ? req.getHeader('authorization') : '');
 
   // The busiest route, written without promises: when the snapshot holds the answer, the
-  // heartbeat is parsed, answered and fed to the inventory in the turn its body arrives.
+  // heartbeat is parsed and answered in the turn its body arrives, its answer written with
+  // that turn's others (turn-end-answers.ts), then fed to the inventory.
   register('post', '/heartbeat', 'heartbeat', (ex, req, certified, finish, fail) => {
     const receivedAtMs = Date.now();
     const authorization = authorizationOf(req);
@@ -75,12 +77,16 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
       // Parsed and validated once: every later stage takes this one typed heartbeat.
       const heartbeat = validateHeartbeat(parseJson(body));
       gate.requireDevice(pass, heartbeat.deviceId);
-      const answered = (answer: string) => {
-        send(ex, 200, answer);
-        // Only an answered heartbeat enters the inventory, and only once the device has its answer.
-        deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
-        finish();
+      // Only an answered heartbeat enters the inventory, and only once the device has its answer.
+      const recorded = () => {
+        try {
+          deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
+          finish();
+        } catch (err) {
+          fail(err);
+        }
       };
+      const answered = (answer: string) => answerAtTurnEnd(ex, 200, answer, recorded);
       const answer = heartbeats.answer(heartbeat);
       if (typeof answer === 'string') answered(answer);
       else answer.then(answered).catch(fail);
