@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { newIdentity, preauthorize, signedAuthFields } from '../src/load/simulated-identity.js';
+import { newIdentities, preauthorize, signedAuthFields } from '../src/load/simulated-identity.js';
 import { ADMIN_TOKEN } from '../test/helpers/fixture.js';
 import { deviceId } from './fleet-load.js';
 
@@ -18,7 +18,7 @@ export const AUTH_CONFIG = { devices: { auth: 'on', enrollment: 'preauthorized' 
 
 /** Enrolls devices `idOffset` … `idOffset + count - 1` on the server at `url` and writes their tokens to `file`. */
 export async function enrollFleet(url: string, count: number, file: string, idOffset = 0): Promise<void> {
-  const devices = Array.from({ length: count }, (_, n) => ({ id: deviceId(idOffset + n), identity: newIdentity() }));
+  const devices = (await newIdentities(count)).map((identity, n) => ({ id: deviceId(idOffset + n), identity }));
   await preauthorize(url, ADMIN_TOKEN, devices);
   const tokens = new Array<string>(count);
   let next = 0;

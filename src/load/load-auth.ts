@@ -1,6 +1,6 @@
 import type { CoapLoadClient } from './coap-client.js';
 import { withTimeout } from './deadline.js';
-import { newIdentity, preauthorize, signedAuthFields } from './simulated-identity.js';
+import { newIdentities, newIdentity, preauthorize, signedAuthFields } from './simulated-identity.js';
 import type { Device } from './fleet.js';
 import type { AuthAnswer, HttpLoadClient } from './http-client.js';
 
@@ -56,7 +56,8 @@ export class LoadAuth {
   async enroll(fleet: readonly Device[], baseUrl: string, adminToken: string | undefined, progress: (line: string) => void): Promise<void> {
     const started = performance.now();
     const todo = fleet.filter((d) => !d.identity?.token);
-    for (const device of todo) device.identity ??= newIdentity();
+    const keyless = todo.filter((d) => !d.identity);
+    (await newIdentities(keyless.length)).forEach((identity, i) => (keyless[i]!.identity = identity));
     if (this.options.preauthorize) {
       if (!adminToken) throw new Error('--preauthorize needs --admin-token-file');
       await preauthorize(baseUrl, adminToken, todo.map((d) => ({ id: d.id, identity: d.identity! })));
