@@ -11,6 +11,7 @@ import { loadConsoleAssets, registerConsoleRoutes } from './admin/console.js';
 import { createHttpMetrics } from './server/metrics.js';
 import { registerAdminMetrics } from './server/metrics-route.js';
 import { exchange, sendError } from './server/respond.js';
+import { writeHeldAnswers } from './server/turn-end-answers.js';
 import { registerDeviceRoutes } from './device/routes.js';
 import { TransferLocator } from '../front-ends/transfer-locator.js';
 import { heartbeatAnswers } from '../front-ends/heartbeat-answers.js';
@@ -73,6 +74,8 @@ await runActor(async (ctx) => {
       front?.stopListening();
       const timeout = new Promise((resolve) => setTimeout(resolve, DRAIN_DOWNLOADS_MS).unref());
       await Promise.race([Promise.allSettled([...downloads]), timeout]);
+      // Answers decided in this turn are still held (turn-end-answers.ts): out before the sockets close.
+      writeHeldAnswers();
       closeAll();
       admin.flushAudit();
       fleet.flush();

@@ -21,7 +21,11 @@ interface Held {
 let held: Held[] = [];
 let scheduled = false;
 
-function writeHeld(): void {
+/**
+ * Writes every held answer now. The turn's end does; so does a drain before it closes the
+ * connections, which would otherwise take the answers of the turn under way with them.
+ */
+export function writeHeldAnswers(): void {
   scheduled = false;
   const answers = held;
   held = [];
@@ -52,6 +56,6 @@ export function answerAtTurnEnd(ex: Exchange, status: number, body: string, then
   held.push({ ex, status, body, then });
   if (!scheduled) {
     scheduled = true;
-    setImmediate(writeHeld);
+    setImmediate(writeHeldAnswers);
   }
 }

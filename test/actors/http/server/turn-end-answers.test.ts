@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import t from 'tap';
 import type { HttpResponse } from 'uWebSockets.js';
 import { exchange, sendError } from '../../../../src/actors/http/server/respond.js';
-import { answerAtTurnEnd } from '../../../../src/actors/http/server/turn-end-answers.js';
+import { answerAtTurnEnd, writeHeldAnswers } from '../../../../src/actors/http/server/turn-end-answers.js';
 import { UpdaterError } from '../../../../src/shared/errors.js';
 
 /** A uWS response that records what is written to it, into one log shared by all of them. */
@@ -57,4 +57,17 @@ t.test('an exchange is answered once: nothing is written after a held answer, no
   t.equal(ends.length, 2, 'one body for each exchange');
   t.match(ends[0], /^answered end .*MALFORMED_BODY/, 'the answer written first stays the only one');
   t.equal(ends[1], 'held end {"first":true}', 'the held answer is written, and the later failure is not');
+});
+
+t.test('a drain writes the held answers at once, and the end of the turn writes nothing more', async (t) => {
+  const log: string[] = [];
+  const ex = exchange(recordingResponse('held', log).res);
+  let called = 0;
+  answerAtTurnEnd(ex, 200, '{}', () => called++);
+  writeHeldAnswers(); // what the HTTP actor's drain does before it closes the connections
+  t.same(log, ['held status 200 OK', 'held Content-Type: application/json', 'held end {}'], 'written before the drain closes the connections');
+  t.equal(called, 1, 'and handed on (the inventory), before the drain flushes the feed');
+  await nextTurn();
+  t.equal(log.length, 3, 'not written twice');
+  t.equal(called, 1);
 });
