@@ -31,9 +31,9 @@ export function newIdentity(): LoadIdentity {
 
 /**
  * Keys made at a time by newIdentities before the event loop runs again. One key costs about
- * 0.28 ms here, so 100,000 made in one go held the loop for 28 s: the server closed the idle
- * keep-alive sockets of the client's pool meanwhile (uWS, after 10 s), the client never saw it,
- * and its next request went out on a closed socket (EPIPE).
+ * 0.28 ms here, so 100,000 made in one go held the loop for 28 s, longer than uWS keeps an idle
+ * connection (10 s); the heartbeat bench's next request after such a pause failed with EPIPE
+ * (the cause was not reproduced in a test: preauthorize's retry is what the test checks).
  */
 const IDENTITIES_PER_TURN = 100;
 

@@ -44,6 +44,11 @@ const NO_HEADERS: Record<string, string> = Object.freeze({});
 export function send(ex: Exchange, status: number, body: string, headers: Record<string, string> = NO_HEADERS, contentType = 'application/json'): void {
   if (ex.aborted || ex.done) return;
   ex.done = true;
+  writeAnswer(ex, status, body, headers, contentType);
+}
+
+/** Writes the answer of an exchange already counted as answered (`send`, or an answer held for the turn's end, turn-end-answers.ts). */
+export function writeAnswer(ex: Exchange, status: number, body: string, headers: Record<string, string> = NO_HEADERS, contentType = 'application/json'): void {
   ex.status = status;
   ex.res.cork(() => {
     ex.res.writeStatus(statusLine(status));

@@ -1,4 +1,4 @@
-import { statusLine, type Exchange } from './respond.js';
+import { writeAnswer, type Exchange } from './respond.js';
 
 // Answers held until the end of the event loop's turn, then written one after another.
 //
@@ -30,14 +30,7 @@ export function writeHeldAnswers(): void {
   const answers = held;
   held = [];
   for (const { ex, status, body, then } of answers) {
-    if (!ex.aborted) {
-      ex.status = status;
-      ex.res.cork(() => {
-        ex.res.writeStatus(statusLine(status));
-        ex.res.writeHeader('Content-Type', 'application/json');
-        ex.res.end(body);
-      });
-    }
+    if (!ex.aborted) writeAnswer(ex, status, body);
     then();
   }
 }
