@@ -40,7 +40,7 @@ import { runWrk } from './wrk.js';
 // Knobs (environment): BENCH_HEARTBEAT_SECONDS, _ROUNDS, _DEVICES, _ENGINES (sqlite,postgres),
 // _TRANSPORTS (http,coap), _KINDS (current; delta adds a device one version behind, answered
 // with a signed delta; targeted a track with a group step and a window, heartbeat-targeted.ts), _AUTH (off | on | off,on: `devices.auth: on`, every device enrolled
-// first, heartbeat-auth.ts; off,on measures a server of each beside the other in the same rounds), _PROFILE (a directory: the servers run with `node --cpu-prof`, and a
+// first, heartbeat-auth.ts, and the bare handler sent the same requests, tokens and all; off,on measures a server of each beside the other in the same rounds), _PROFILE (a directory: the servers run with `node --cpu-prof`, and a
 // per-thread summary of where their CPU went is printed at the end, profile.ts).
 
 export const SECONDS = positiveInt(process.env.BENCH_HEARTBEAT_SECONDS, 6);
@@ -101,7 +101,7 @@ interface Side {
   readonly label: string;
   readonly transport: Transport;
   readonly kind: Kind;
-  /** 'bare', or the server's name. */
+  /** 'bare' (the bare handler), 'bare+auth' (the same, sent the requests of a server with device tokens on, tokens and all), or the server's name. */
   readonly name: string;
   readonly pid: number;
   readonly server?: Server;
@@ -228,7 +228,13 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     };
     if (TRANSPORTS.includes('http')) {
       // The targeted kind is measured against the plain track of the same server, not a bare handler.
-      if (kind !== 'targeted') sides.push({ label: `bare http ${kind}`, transport: 'http', kind, name: 'bare', pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, 'bare', undefined), runs: [] });
+      // With device tokens on, the bare handler gets the same requests, each with its token (which it does not read):
+      // the bytes a device sends are the baseline's as much as the bytes it is answered.
+      if (kind !== 'targeted') {
+        for (const bare of new Set(servers.map((s) => bareSideOf(s)))) {
+          sides.push({ label: `${bare} http ${kind}`, transport: 'http', kind, name: bare, pid: bareHttp.pid!, load: http(`${bareHttpUrl}/heartbeat/${kind}`, bare, bare === 'bare+auth' ? tokensFiles[kind] : undefined), runs: [] });
+        }
+      }
       for (const server of servers) {
         sides.push({ label: `${server.name} http ${kind}`, transport: 'http', kind, name: server.name, pid: server.child.pid!, server, load: http(`${server.url}/heartbeat`, server.name, server.auth ? tokensFiles[kind] : undefined), runs: [] });
       }
@@ -344,11 +350,12 @@ function ratioRows(sides: readonly Side[], servers: readonly Server[]): RatioRow
   }
   for (const transport of TRANSPORTS) {
     for (const kind of KINDS) {
-      const bare = find(transport, kind, 'bare');
-      if (!bare) continue;
-      const bareName = transport === 'http' ? 'bare uWS' : 'bare node-coap';
       const what = `${transport.toUpperCase()} ${kind === 'current' ? 'up-to-date' : 'signed-delta'} heartbeat`;
-      for (const { name } of servers) {
+      for (const server of servers) {
+        const bare = find(transport, kind, transport === 'http' ? bareSideOf(server) : 'bare');
+        if (!bare) continue;
+        const bareName = transport === 'coap' ? 'bare node-coap' : server.auth ? 'bare uWS sent the tokens' : 'bare uWS';
+        const { name } = server;
         const side = find(transport, kind, name)!;
         rows.push(
           roundRatioRow(`${name} ${what}/s, server / ${bareName}`, rate(side), rate(bare),
@@ -377,6 +384,11 @@ function ratioRows(sides: readonly Side[], servers: readonly Server[]): RatioRow
     }
   }
   return rows;
+}
+
+/** The HTTP baseline a server is held to: the bare handler given the same requests, tokens and all. */
+function bareSideOf(server: Server): 'bare' | 'bare+auth' {
+  return server.auth ? 'bare+auth' : 'bare';
 }
 
 async function measure(side: Side, seconds: number, warmUp = false): Promise<Run> {
