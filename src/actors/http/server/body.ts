@@ -2,6 +2,9 @@ import type { HttpRequest } from 'uWebSockets.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import type { Exchange } from './respond.js';
 
+/** The header's name as bytes: uWS reads them in place, where a string it would copy on every request (respond.ts). */
+const CONTENT_LENGTH = Buffer.from('content-length');
+
 /**
  * Collects a request body of at most `limit` bytes and hands its last chunk (uWS's memory,
  * valid only during the call) and the chunks before it (copies) to `last`, or the reason it
@@ -10,7 +13,7 @@ import type { Exchange } from './respond.js';
  * soon as it does. Must be called synchronously inside the route handler.
  */
 function collectBody(ex: Exchange, req: HttpRequest, limit: number, last: (chunk: ArrayBuffer, earlier: readonly Buffer[]) => void, fail: (err: unknown) => void): void {
-  const declared = req.getHeader('content-length');
+  const declared = req.getHeader(CONTENT_LENGTH);
   if (declared !== '' && (!/^\d+$/.test(declared) || Number(declared) > limit)) {
     fail(new UpdaterError('BODY_TOO_LARGE', `the body must be at most ${limit} bytes`));
     return;

@@ -27,32 +27,39 @@ export function exchange(res: HttpResponse, onAbort?: () => void): Exchange {
   return ex;
 }
 
-/** uWS takes the whole status line; built once per status from node:http's reason phrases. */
-const STATUS_LINES = new Map<number, string>();
+// What uWS is handed on every answer goes as bytes: it reads a Buffer where it lies, while a
+// string it first measures, copies to UTF-8 into memory of its own and frees, call by call.
 
-export function statusLine(status: number): string {
+/** uWS takes the whole status line; built once per status from node:http's reason phrases. */
+const STATUS_LINES = new Map<number, Buffer>();
+
+export function statusLine(status: number): Buffer {
   let line = STATUS_LINES.get(status);
   if (line === undefined) {
-    line = `${status} ${STATUS_CODES[status] ?? 'Status'}`;
+    line = Buffer.from(`${status} ${STATUS_CODES[status] ?? 'Status'}`, 'latin1');
     STATUS_LINES.set(status, line);
   }
   return line;
 }
 
+const CONTENT_TYPE = Buffer.from('Content-Type');
+const JSON_TYPE = 'application/json';
+const JSON_TYPE_BYTES = Buffer.from(JSON_TYPE);
+
 const NO_HEADERS: Record<string, string> = Object.freeze({});
 
-export function send(ex: Exchange, status: number, body: string, headers: Record<string, string> = NO_HEADERS, contentType = 'application/json'): void {
+export function send(ex: Exchange, status: number, body: string, headers: Record<string, string> = NO_HEADERS, contentType = JSON_TYPE): void {
   if (ex.aborted || ex.done) return;
   ex.done = true;
   writeAnswer(ex, status, body, headers, contentType);
 }
 
 /** Writes the answer of an exchange already counted as answered (`send`, or an answer held for the turn's end, turn-end-answers.ts). */
-export function writeAnswer(ex: Exchange, status: number, body: string, headers: Record<string, string> = NO_HEADERS, contentType = 'application/json'): void {
+export function writeAnswer(ex: Exchange, status: number, body: string | Buffer, headers: Record<string, string> = NO_HEADERS, contentType = JSON_TYPE): void {
   ex.status = status;
   ex.res.cork(() => {
     ex.res.writeStatus(statusLine(status));
-    if (body !== '' || (status !== 204 && status !== 304)) ex.res.writeHeader('Content-Type', contentType);
+    if (body.length > 0 || (status !== 204 && status !== 304)) ex.res.writeHeader(CONTENT_TYPE, contentType === JSON_TYPE ? JSON_TYPE_BYTES : contentType);
     if (headers !== NO_HEADERS) for (const [name, value] of Object.entries(headers)) ex.res.writeHeader(name, value);
     if (status === 304) ex.res.endWithoutBody();
     else if (ex.head) ex.res.endWithoutBody(Buffer.byteLength(body));

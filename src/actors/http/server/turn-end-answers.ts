@@ -11,6 +11,25 @@ import { writeAnswer, type Exchange } from './respond.js';
 // awake. An answer waits at most for the requests dispatched beside it, a few milliseconds
 // when the server is saturated; on a quiet one a turn holds one request and nothing waits.
 
+/**
+ * Each answer's bytes, by its text: the heartbeats of a fleet share a few answers (the decision
+ * snapshot's, the same string object each time, so a lookup compares no characters), and uWS
+ * reads bytes in place where it copies a string to UTF-8 on every write (respond.ts). Bounded:
+ * emptied when full, as snapshots replace the answers.
+ */
+const answerBytes = new Map<string, Buffer>();
+const MAX_ANSWER_BYTES_ENTRIES = 64;
+
+function bytesOf(body: string): Buffer {
+  let bytes = answerBytes.get(body);
+  if (bytes === undefined) {
+    if (answerBytes.size >= MAX_ANSWER_BYTES_ENTRIES) answerBytes.clear();
+    bytes = Buffer.from(body);
+    answerBytes.set(body, bytes);
+  }
+  return bytes;
+}
+
 interface Held {
   readonly ex: Exchange;
   readonly status: number;
@@ -30,7 +49,7 @@ export function writeHeldAnswers(): void {
   const answers = held;
   held = [];
   for (const { ex, status, body, then } of answers) {
-    if (!ex.aborted) writeAnswer(ex, status, body);
+    if (!ex.aborted) writeAnswer(ex, status, bytesOf(body));
     then();
   }
 }
