@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { KNOWN_ENTRY_BYTES } from '../src/actors/fleet/inventory/write-buffer.js';
 import type { Engine } from '../src/shared/database/schema.js';
 import { adminCall } from '../test/helpers/admin.js';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/databases.js';
@@ -58,6 +59,15 @@ const KINDS = listOf('BENCH_HEARTBEAT_KINDS', ['current'], ['current', 'delta', 
 const AUTH_MODES = listOf('BENCH_HEARTBEAT_AUTH', ['off'], ['off', 'on']);
 const AUTH = AUTH_MODES.includes('on');
 const PROFILE_DIR = process.env.BENCH_HEARTBEAT_PROFILE;
+/**
+ * `fleet.buffer_mb` of each server, sized for the devices it meets (every kind's fleet) as
+ * docs/fleet.md tells an operator to size it: KNOWN_ENTRY_BYTES a device, so that the write
+ * buffer remembers the version of each. At the default (16 MiB, about 75,000 devices) a
+ * larger fleet is mostly forgotten between two heartbeats of a device, and each heartbeat
+ * then makes and drops an entry: with 200,000 devices the fleet thread cost about 8 µs a
+ * heartbeat against 4.8 sized (bench/results/2026-11-29-fleet-sized-device-memory.md).
+ */
+export const FLEET_BUFFER_MB = Math.max(16, Math.ceil((DEVICES * KINDS.length * KNOWN_ENTRY_BYTES) / 2 ** 20));
 const COAP_IN_FLIGHT = 64;
 const COAP_WARMUP_MS = 300;
 /** Server / bare CPU per HTTP heartbeat. */
@@ -267,7 +277,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
   }
 
   const loadStart = loadavg();
-  console.log(`  ${formatNumber(DEVICES, 0)} device ids in turn; HTTP wrk -t${THREADS} -c${CONNECTIONS}, CoAP ${COAP_IN_FLIGHT} in flight; ${ROUNDS} rounds of ${SECONDS} s per side (after ${WARMUP_SECONDS} s warm-up each); ${cpuPlan().description}`);
+  console.log(`  ${formatNumber(DEVICES, 0)} device ids in turn per kind, fleet.buffer_mb ${FLEET_BUFFER_MB} (remembers ${formatNumber(Math.floor((FLEET_BUFFER_MB * 2 ** 20) / KNOWN_ENTRY_BYTES), 0)} devices); HTTP wrk -t${THREADS} -c${CONNECTIONS}, CoAP ${COAP_IN_FLIGHT} in flight; ${ROUNDS} rounds of ${SECONDS} s per side (after ${WARMUP_SECONDS} s warm-up each); ${cpuPlan().description}`);
   for (const side of sides) await measure(side, WARMUP_SECONDS, WARM_UP);
   // Each server meets the whole fleet once before the rounds: a device's first heartbeat
   // inserts its inventory row and, with auth on, has its token's MAC verified, which later
@@ -299,7 +309,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
   // Let the last flush land, then read what each server says about keeping up.
   await sleep(2_500);
   const record: SuiteRecord = {
-    distinct_devices: DEVICES, connections: CONNECTIONS, coap_in_flight: COAP_IN_FLIGHT, seconds_per_run: SECONDS, rounds: ROUNDS,
+    distinct_devices: DEVICES, fleet_buffer_mb: FLEET_BUFFER_MB, connections: CONNECTIONS, coap_in_flight: COAP_IN_FLIGHT, seconds_per_run: SECONDS, rounds: ROUNDS,
     auth: AUTH_MODES.join(','), cpus: cpuPlan().description,
     load_average: `${loadStart.map((n) => n.toFixed(2)).join(' ')} at the start, ${loadEnd.map((n) => n.toFixed(2)).join(' ')} at the end`,
   };
@@ -421,6 +431,7 @@ async function startServer(fixture: Fixture, engine: Engine, auth: boolean, arti
     // info: the process says "server started" at info.
     log_level: 'info',
     store: { dir: join(fixture.dir, `store-${name}`) },
+    fleet: { buffer_mb: FLEET_BUFFER_MB },
     ...(database ? { database: database.location } : {}),
     ...(auth ? AUTH_CONFIG : {}),
   });
