@@ -19,7 +19,8 @@ import { ROW_LIMIT, TOKEN_TAIL, VerifiedTokens } from './verified-tokens.js';
 // and, for a request that names a device, a SHA-256 of that id: about 1.7 µs alone. A token
 // seen before costs a lookup in the front-end's memory of verified tokens (VerifiedTokens, off
 // the JavaScript heap) and a comparison of the device id it was last matched with: the
-// front-end remembers up to REMEMBERED_TOKENS, starting again past that.
+// front-end remembers up to REMEMBERED_TOKENS, and verifies the tokens past them each time
+// (until as many did as it remembers: then it starts again, verified-tokens.ts).
 
 const PREFIX = 'd1.';
 const BODY_BYTES = 24;
@@ -28,7 +29,7 @@ const TOKEN_BYTES = BODY_BYTES + MAC_BYTES;
 const TOKEN_CHARS = PREFIX.length + Math.ceil((TOKEN_BYTES * 4) / 3);
 const MAC_CONTEXT = Buffer.from('updater-device-token:v1');
 if (TOKEN_CHARS - PREFIX.length !== TOKEN_TAIL) throw new Error('VerifiedTokens keeps tails of another length');
-/** Tokens remembered as verified (0.75 × 2^18, 32 MiB); past this the memory starts again (each is checked afresh once). */
+/** Tokens remembered as verified (0.75 × 2^18, 32 MiB); past this each further token is checked afresh every time (verified-tokens.ts). */
 const REMEMBERED_TOKENS = 196_608;
 
 /** The first 16 bytes of SHA-256 over the device id, hex: how tokens and revocations name a device. */

@@ -19,8 +19,14 @@
 //   88..128 owner (OWNER_BYTES)
 //
 // The table grows by doubling while under half full, up to the slots that hold maxEntries at
-// three quarters full; a token past that empties it (each token is then verified afresh once).
-// Growing and emptying move rows: `generation` changes, so a row found before is known stale.
+// three quarters full. Past that it keeps what it holds: a token that does not fit is held in
+// an overflow row (one past the table, which no lookup reaches) for the request that brought
+// it, and is verified afresh the next time. Once as many tokens have overflowed as the table
+// holds, the tokens it keeps are mostly gone (renewed, or their devices away), and it empties
+// and starts again. Emptying at the first token past the limit made a fleet larger than the
+// table, checking in in turn, forget each token just before its device came back: every
+// request paid the MAC again. Growing, emptying and overflowing change `generation`, so a
+// pass to a row from before is known stale.
 
 const ROW_BYTES = 128;
 const ROW_WORDS = ROW_BYTES / 4;
@@ -47,14 +53,17 @@ export const ROW_LIMIT = 2 ** 24;
 
 export class VerifiedTokens {
   private slots = FIRST_SLOTS;
-  private rows = new Uint8Array(FIRST_SLOTS * ROW_BYTES);
+  /** The table's rows, then the overflow row (row `slots`). */
+  private rows = new Uint8Array((FIRST_SLOTS + 1) * ROW_BYTES);
   private words = new Uint32Array(this.rows.buffer);
   private entries = 0;
+  /** Tokens held in the overflow row since the table was last emptied. */
+  private overflowed = 0;
   private readonly maxSlots: number;
   /** Changes whenever rows move (growth) or go (emptied). */
   generation = 0;
 
-  /** `maxEntries`: tokens kept before the table empties. */
+  /** `maxEntries`: tokens kept; past them, tokens overflow (see above). */
   constructor(readonly maxEntries: number) {
     this.maxSlots = Math.max(FIRST_SLOTS, 2 ** Math.ceil(Math.log2(maxEntries / 0.75)));
     if (this.maxSlots > ROW_LIMIT) throw new RangeError(`at most ${(ROW_LIMIT * 0.75) | 0} verified tokens`);
@@ -79,12 +88,30 @@ export class VerifiedTokens {
     }
   }
 
-  /** Keeps a verified token (not kept yet); answers its row. May grow or empty the table. */
+  /**
+   * Keeps a verified token (not kept yet); answers its row, the overflow row when the table is
+   * full (good until the next token overflows). May grow or empty the table.
+   */
   add(text: string, tail: number, issuedAt: number, expiresAt: number, idHash: Uint8Array): number {
     if (this.entries + 1 > this.slots / 2 && this.slots < this.maxSlots) this.grow();
-    else if (this.entries >= this.maxEntries) this.clear();
+    else if (this.entries >= this.maxEntries) {
+      if (this.overflowed < this.maxEntries) {
+        this.overflowed++;
+        this.generation++;
+        const row = this.slots;
+        this.rows.fill(0, row * ROW_BYTES, (row + 1) * ROW_BYTES);
+        return this.write(row, text, tail, issuedAt, expiresAt, idHash);
+      }
+      this.clear();
+    }
     let row = this.slotOf(text, tail);
     while (this.rows[row * ROW_BYTES] !== 0) row = (row + 1) & (this.slots - 1);
+    this.entries++;
+    return this.write(row, text, tail, issuedAt, expiresAt, idHash);
+  }
+
+  /** Writes a token into an empty row. */
+  private write(row: number, text: string, tail: number, issuedAt: number, expiresAt: number, idHash: Uint8Array): number {
     const base = row * ROW_BYTES;
     const { rows, words } = this;
     rows[base] = 1;
@@ -92,7 +119,6 @@ export class VerifiedTokens {
     words[row * ROW_WORDS + EXPIRES_AT_WORD] = expiresAt;
     rows.set(idHash.subarray(0, ID_HASH_BYTES), base + ID_HASH);
     for (let i = 0; i < TOKEN_TAIL; i++) rows[base + TOKEN + i] = text.charCodeAt(tail + i);
-    this.entries++;
     return row;
   }
 
@@ -152,6 +178,7 @@ export class VerifiedTokens {
   clear(): void {
     this.rows.fill(0);
     this.entries = 0;
+    this.overflowed = 0;
     this.generation++;
   }
 
@@ -176,7 +203,7 @@ export class VerifiedTokens {
     const old = this.rows;
     const oldSlots = this.slots;
     this.slots *= 2;
-    this.rows = new Uint8Array(this.slots * ROW_BYTES);
+    this.rows = new Uint8Array((this.slots + 1) * ROW_BYTES);
     this.words = new Uint32Array(this.rows.buffer);
     this.generation++;
     for (let from = 0; from < oldSlots; from++) {

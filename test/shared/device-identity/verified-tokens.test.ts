@@ -17,7 +17,7 @@ function checkerWith(remembered: number): TokenChecker {
   return checker;
 }
 
-t.test('kept tokens are found across growth, and the table empties at its limit', async (t) => {
+t.test('kept tokens are found across growth; past its limit the table keeps them until as many more overflowed', async (t) => {
   const memory = new VerifiedTokens(3000);
   const tokens = Array.from({ length: 3000 }, (_, n) => mintDeviceToken(KEY, `dev-${n}`, NOW + n, 3600));
   const idHash = Buffer.alloc(16, 1);
@@ -31,10 +31,35 @@ t.test('kept tokens are found across growth, and the table empties at its limit'
   t.equal(memory.find(stranger, 3), -1, 'a token never kept is not found');
   t.equal(memory.find(tokens[5]!.slice(0, -1) + (tokens[5]!.endsWith('A') ? 'Q' : 'A'), 3), -1, 'nor one differing from a kept one in its last character');
   const generation = memory.generation;
-  memory.add(stranger, 3, NOW, NOW + 1, idHash);
-  t.equal(memory.size, 1, 'one past the limit, the table starts again with that token');
-  t.equal(memory.generation, generation + 1, 'and its rows are known to have gone');
+  const overflowRow = memory.add(stranger, 3, NOW - 1, NOW + 1, idHash);
+  t.equal(memory.size, 3000, 'one past the limit, the table keeps what it holds');
+  t.equal(memory.issuedAt(overflowRow), NOW - 1, 'the token past it is held in a row of its own, for its request');
+  t.equal(memory.find(stranger, 3), -1, 'where no lookup finds it (it is verified afresh next time)');
+  t.equal(memory.generation, generation + 1, 'and a pass to that row is known stale once another token overflows');
+  t.ok(tokens.every((token) => memory.find(token, 3) >= 0), 'the 3,000 kept are all still found');
+  for (let n = 1; n < 3000; n++) memory.add(mintDeviceToken(KEY, `dev-over-${n}`, NOW, 3600), 3, NOW, NOW + 1, idHash);
+  t.equal(memory.size, 3000, 'after as many tokens past the limit as it holds, it still holds its own');
+  memory.add(mintDeviceToken(KEY, 'dev-last', NOW, 3600), 3, NOW, NOW + 1, idHash);
+  t.equal(memory.size, 1, 'the next one empties it (what it kept is mostly gone by then), and it starts again with that token');
   t.equal(memory.find(tokens[0]!, 3), -1, 'the tokens before are no longer found (each is verified afresh)');
+});
+
+t.test('a fleet a little larger than the memory, checking in in turn, keeps most tokens remembered', async (t) => {
+  // How a front-end uses it (TokenChecker.verifyAt): a lookup, and on a miss the token verified and added.
+  const memory = new VerifiedTokens(1000);
+  const idHash = Buffer.alloc(16, 1);
+  const fleet = Array.from({ length: 1100 }, (_, n) => mintDeviceToken(KEY, `dev-${n}`, NOW, 3600));
+  const foundPerPass: number[] = [];
+  for (let pass = 0; pass < 5; pass++) {
+    let found = 0;
+    for (const token of fleet) {
+      if (memory.find(token, 3) >= 0) found++;
+      else memory.add(token, 3, NOW, NOW + 3600, idHash);
+    }
+    foundPerPass.push(found);
+  }
+  // Emptied at the first token past the limit, it forgot each token just before its device came back: none found.
+  t.same(foundPerPass, [0, 1000, 1000, 1000, 1000], '1,100 devices through a memory of 1,000: the first 1,000 found on every later pass');
 });
 
 t.test('a checker past its memory still checks every token, and refuses forgeries among them', async (t) => {
