@@ -50,6 +50,13 @@ const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 /** Rows are numbered below this in every table: a pass carries its generation above it. */
 export const ROW_LIMIT = 2 ** 24;
+/**
+ * Generations count round within this, so that a pass (generation × ROW_LIMIT + row, at most
+ * GENERATIONS × ROW_LIMIT − 1 = Number.MAX_SAFE_INTEGER) stays an exact integer: tokens
+ * overflowing at every request would otherwise carry it past 2^53 within hours, and a pass
+ * would then name another row. A pass lives for one request, never for 2^29 changes.
+ */
+export const GENERATIONS = 2 ** 29;
 
 export class VerifiedTokens {
   private slots = FIRST_SLOTS;
@@ -60,7 +67,7 @@ export class VerifiedTokens {
   /** Tokens held in the overflow row since the table was last emptied. */
   private overflowed = 0;
   private readonly maxSlots: number;
-  /** Changes whenever rows move (growth) or go (emptied). */
+  /** Changes (modulo GENERATIONS) whenever rows move (growth) or go (emptied, or the overflow row taken again). */
   generation = 0;
 
   /** `maxEntries`: tokens kept; past them, tokens overflow (see above). */
@@ -97,7 +104,7 @@ export class VerifiedTokens {
     else if (this.entries >= this.maxEntries) {
       if (this.overflowed < this.maxEntries) {
         this.overflowed++;
-        this.generation++;
+        this.nextGeneration();
         const row = this.slots;
         this.rows.fill(0, row * ROW_BYTES, (row + 1) * ROW_BYTES);
         return this.write(row, text, tail, issuedAt, expiresAt, idHash);
@@ -179,7 +186,11 @@ export class VerifiedTokens {
     this.rows.fill(0);
     this.entries = 0;
     this.overflowed = 0;
-    this.generation++;
+    this.nextGeneration();
+  }
+
+  private nextGeneration(): void {
+    this.generation = (this.generation + 1) % GENERATIONS;
   }
 
   /**
@@ -205,7 +216,7 @@ export class VerifiedTokens {
     this.slots *= 2;
     this.rows = new Uint8Array((this.slots + 1) * ROW_BYTES);
     this.words = new Uint32Array(this.rows.buffer);
-    this.generation++;
+    this.nextGeneration();
     for (let from = 0; from < oldSlots; from++) {
       if (old[from * ROW_BYTES] === 0) continue;
       let row = this.slotOfRow(old, from * ROW_BYTES);

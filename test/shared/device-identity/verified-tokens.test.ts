@@ -1,7 +1,7 @@
 import t from 'tap';
 import { bearerToken } from '../../../src/shared/bearer.js';
 import { TokenChecker, deviceIdHash, mintDeviceToken } from '../../../src/shared/device-identity/token.js';
-import { ROW_LIMIT, VerifiedTokens } from '../../../src/shared/device-identity/verified-tokens.js';
+import { GENERATIONS, ROW_LIMIT, VerifiedTokens } from '../../../src/shared/device-identity/verified-tokens.js';
 import { tokenRefusal } from '../../helpers/device-auth.js';
 
 // The front-end's memory of verified tokens is a hand-made hash table of bytes: these check
@@ -42,6 +42,23 @@ t.test('kept tokens are found across growth; past its limit the table keeps them
   memory.add(mintDeviceToken(KEY, 'dev-last', NOW, 3600), 3, NOW, NOW + 1, idHash);
   t.equal(memory.size, 1, 'the next one empties it (what it kept is mostly gone by then), and it starts again with that token');
   t.equal(memory.find(tokens[0]!, 3), -1, 'the tokens before are no longer found (each is verified afresh)');
+});
+
+t.test('the generation counts round before a pass stops being an exact integer', async (t) => {
+  t.equal((GENERATIONS - 1) * ROW_LIMIT + (ROW_LIMIT - 1), Number.MAX_SAFE_INTEGER, 'the largest pass is the largest exact integer');
+  const checker = checkerWith(1);
+  // Every token past the first overflows and takes a generation; start near the end of the count.
+  (checker as unknown as { memory: VerifiedTokens }).memory.generation = GENERATIONS - 2;
+  const wrong: string[] = [];
+  for (let n = 0; n < 5; n++) {
+    const token = mintDeviceToken(KEY, `dev-${n}`, NOW, 3600);
+    const pass = checker.verify(token, NOW + 1);
+    if (!Number.isSafeInteger(pass)) wrong.push(`pass ${n} is not an exact integer`);
+    if (tokenRefusal(() => checker.requireOwner(pass, `dev-${n}`)) !== undefined) wrong.push(`dev-${n} refused`);
+    if (tokenRefusal(() => checker.requireOwner(pass, `dev-${n + 1}`)) !== 'mismatch') wrong.push(`dev-${n} taken for dev-${n + 1}`);
+  }
+  t.same(wrong, [], 'across the wrap, each pass names its own token');
+  t.ok((checker as unknown as { memory: VerifiedTokens }).memory.generation < 5, 'and the count started again from 0');
 });
 
 t.test('a fleet a little larger than the memory, checking in in turn, keeps most tokens remembered', async (t) => {
