@@ -44,6 +44,20 @@ t.test('kept tokens are found across growth; past its limit the table keeps them
   t.equal(memory.find(tokens[0]!, 3), -1, 'the tokens before are no longer found (each is verified afresh)');
 });
 
+t.test('past the memory: a forged token is refused, and a pass to the overflow row does not vouch for the next token held there', async (t) => {
+  const checker = checkerWith(3);
+  for (const id of ['dev-a', 'dev-b', 'dev-c']) checker.requireOwner(checker.verify(mintDeviceToken(KEY, id, NOW, 3600), NOW + 1), id); // fill the memory
+  const genuine = mintDeviceToken(KEY, 'dev-attacker', NOW, 3600);
+  const flipped = genuine.slice(0, -2) + (genuine.at(-2) === 'A' ? 'B' : 'A') + genuine.at(-1);
+  t.equal(tokenRefusal(() => checker.verify(flipped, NOW + 1)), 'invalid', 'a token with one character changed is refused past the memory too');
+  // The attacker's own token is held in the overflow row for its request; the victim's, checked next, is held there after it.
+  const attackerPass = checker.verify(genuine, NOW + 1);
+  const victimPass = checker.verify(mintDeviceToken(KEY, 'dev-victim', NOW, 3600), NOW + 1);
+  t.equal(attackerPass % ROW_LIMIT, victimPass % ROW_LIMIT, 'both in the same overflow row');
+  t.equal(tokenRefusal(() => checker.requireOwner(victimPass, 'dev-victim')), undefined, "the victim's pass is good for the victim");
+  t.equal(tokenRefusal(() => checker.requireOwner(attackerPass, 'dev-victim')), 'invalid', "the attacker's earlier pass is not taken for the victim, whose token the row now holds");
+});
+
 t.test('the generation counts round before a pass stops being an exact integer', async (t) => {
   t.equal((GENERATIONS - 1) * ROW_LIMIT + (ROW_LIMIT - 1), Number.MAX_SAFE_INTEGER, 'the largest pass is the largest exact integer');
   const checker = checkerWith(1);
