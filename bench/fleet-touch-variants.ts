@@ -27,7 +27,47 @@ const rows = (pass: number): HeartbeatRecord[] => Array.from({ length: DEVICES }
 }));
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
-type Variant = (file: BetterSqlite3.Database) => (chunk: readonly HeartbeatRecord[]) => number;
+type Touch = ((chunk: readonly HeartbeatRecord[]) => number) & {
+  /** Counts the devices whose last_seen is before `?`, where this variant keeps last_seen (devices by default). */
+  readonly staleQuery?: string;
+};
+type Variant = (file: BetterSqlite3.Database) => Touch;
+
+/** Each device's rowid, read once: what a device memory that kept the row would know. */
+function rowsById(file: BetterSqlite3.Database): Map<string, number> {
+  const all = file.prepare('select rowid as row, device_id as id from devices').all() as { row: number; id: string }[];
+  return new Map(all.map((r) => [r.id, r.row]));
+}
+
+/**
+ * A multi-row touch of up to 256 devices of one version whose rows are known; `update` names
+ * the table and how a row is matched (`u.column1` is the row, `u.column2` the device id).
+ */
+function byRow(file: BetterSqlite3.Database, update: string): Touch {
+  const CHUNK = 256;
+  const statements = new Map<number, BetterSqlite3.Statement>();
+  const statement = (n: number) => {
+    let s = statements.get(n);
+    if (!s) statements.set(n, (s = file.prepare(update.replace('$VALUES', Array<string>(n).fill('(?, ?, ?, ?, ?)').join(', ')))));
+    return s;
+  };
+  const row = rowsById(file);
+  return (chunk) => {
+    let changed = 0;
+    for (let i = 0; i < chunk.length; i += CHUNK) {
+      const n = Math.min(CHUNK, chunk.length - i);
+      const args: unknown[] = new Array(n * 5);
+      for (let k = 0; k < n; k++) {
+        const r = chunk[i + k]!;
+        const a = k * 5;
+        args[a] = row.get(r.deviceId); args[a + 1] = r.deviceId; args[a + 2] = seconds(r.receivedAtMs); args[a + 3] = r.hwFreeRam; args[a + 4] = r.hwFreeDisk;
+      }
+      const first = chunk[i]!;
+      changed += statement(n).run(...args, { artifact: first.artifact, hash: first.versionHash, version: first.version, arch: first.hwArch, os: first.hwOs, transport: first.transport }).changes;
+    }
+    return changed;
+  };
+}
 
 /** The touch before issue 38: one prepared statement per device, all ten values bound each time. */
 const PER_ROW = `update devices set last_seen = ?, hw_arch = ?, hw_os = ?, hw_free_ram = ?, hw_free_disk = ?, transport = ?
@@ -86,6 +126,31 @@ const variants: Record<string, Variant> = {
       return chunk.length; // checked below by last_seen
     };
   },
+  // The row found by its integer key instead of the device id's index: the wide row is still rewritten.
+  'by rowid, same wide row': (file) => byRow(file, `update devices set last_seen = u.column3, hw_free_ram = u.column4, hw_free_disk = u.column5,
+    hw_arch = $arch, hw_os = $os, transport = $transport from (values $VALUES) as u
+    where devices.rowid = u.column1 and devices.device_id = u.column2 and +devices.artifact = $artifact and +devices.version_hash = $hash and +devices.version = $version`),
+  // What a heartbeat changes kept in a narrow table of its own, keyed by the device's row: the
+  // wide row is only read, to check the device and its version as the touch above does.
+  'narrow table by row, wide row only read': (file) => {
+    file.exec(`create table if not exists touch_seen (row integer primary key, last_seen integer not null, hw_arch text not null, hw_os text not null,
+      hw_free_ram integer not null, hw_free_disk integer not null, transport text not null);
+      insert or ignore into touch_seen select rowid, last_seen, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport from devices`);
+    const touch = byRow(file, `update touch_seen set last_seen = u.column3, hw_free_ram = u.column4, hw_free_disk = u.column5,
+      hw_arch = $arch, hw_os = $os, transport = $transport from (values $VALUES) as u join devices as d on d.rowid = u.column1
+      where touch_seen.row = u.column1 and d.device_id = u.column2 and d.artifact = $artifact and d.version_hash = $hash and d.version = $version`);
+    return Object.assign(touch, { staleQuery: 'select count(*) as n from touch_seen where last_seen < ?' });
+  },
+  // The same, the device and its version trusted to the memory that knows the row: the wide row is not read.
+  'narrow table by row alone': (file) => {
+    file.exec(`create table if not exists touch_alone (row integer primary key, last_seen integer not null, hw_arch text not null, hw_os text not null,
+      hw_free_ram integer not null, hw_free_disk integer not null, transport text not null);
+      insert or ignore into touch_alone select rowid, last_seen, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport from devices`);
+    const touch = byRow(file, `update touch_alone set last_seen = u.column3, hw_free_ram = u.column4, hw_free_disk = u.column5,
+      hw_arch = $arch, hw_os = $os, transport = $transport from (values $VALUES) as u
+      where touch_alone.row = u.column1 and u.column2 is not null and $artifact is not null and $hash is not null and $version is not null`);
+    return Object.assign(touch, { staleQuery: 'select count(*) as n from touch_alone where last_seen < ?' });
+  },
   'temp table, then one update from it': (file) => {
     file.exec(`create temp table if not exists touch_rows (device_id text, artifact text, version_hash text, version text, hw_arch text, hw_os text,
       hw_free_ram integer, hw_free_disk integer, transport text, last_seen integer)`);
@@ -119,7 +184,7 @@ export async function main(passes: number): Promise<void> {
         for (let i = 0; i < all.length; i += FLUSH) changed += file.transaction(() => v.touch(all.slice(i, i + FLUSH)))();
         v.us.push((threadNs() - t) / DEVICES / 1000);
         if (changed !== DEVICES) throw new Error(`${v.name} touched ${changed} of ${DEVICES}`);
-        const stale = file.prepare('select count(*) as n from devices where last_seen < ?').get(seconds(all[0]!.receivedAtMs)) as { n: number };
+        const stale = file.prepare(v.touch.staleQuery ?? 'select count(*) as n from devices where last_seen < ?').get(seconds(all[0]!.receivedAtMs)) as { n: number };
         if (stale.n !== 0) throw new Error(`${v.name} left last_seen behind`);
       }
     }
