@@ -20,11 +20,22 @@ const CHUNK = 5_000;
 const GROUPED_STATEMENTS = 8;
 const GROUP_MIN = 64;
 
+/**
+ * How TOUCH and TOUCH_VERSION find a device: by the primary key, the device's version checked
+ * on the row found, as one expression that no index can serve. Compared column by column, the
+ * planner took the (artifact, version_hash, device_id) index, whose probe compares the track
+ * and the 64-character hash again at every level of the tree before the id: 13.8 µs of the
+ * backend's CPU a touched device, against 10.8 µs by the primary key (200,000 devices,
+ * bench/results/2026-11-29-postgres-touch-by-primary-key.md). SQLite's touch does the same
+ * with `+` (store-sqlite.ts).
+ */
+const BY_PRIMARY_KEY = 'd.device_id = u.device_id collate "C" and (d.artifact = u.artifact and d.version_hash = u.version_hash and d.version = u.version) is true';
+
 const TOUCH = `update devices as d set last_seen = u.last_seen, hw_arch = u.hw_arch, hw_os = u.hw_os,
     hw_free_ram = u.hw_free_ram, hw_free_disk = u.hw_free_disk, transport = u.transport
   from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
     as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
-  where d.device_id = u.device_id collate "C" and d.artifact = u.artifact and d.version_hash = u.version_hash and d.version = u.version`;
+  where ${BY_PRIMARY_KEY}`;
 /**
  * TOUCH for the devices of one track, hash and version: the three texts are sent once and
  * repeated on the server (array_fill), not encoded, sent and parsed once per device (the hash
@@ -39,7 +50,7 @@ const TOUCH_VERSION = `update devices as d set last_seen = u.last_seen, hw_arch 
   from unnest($1::text[], array_fill($8::text, array[cardinality($1::text[])]), array_fill($9::text, array[cardinality($1::text[])]),
       array_fill($10::text, array[cardinality($1::text[])]), $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[])
     as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
-  where d.device_id = u.device_id collate "C" and d.artifact = u.artifact and d.version_hash = u.version_hash and d.version = u.version`;
+  where ${BY_PRIMARY_KEY}`;
 /**
  * The rows of devices the touch missed, locked until the flush commits (in device_id order, so
  * two replicas locking some of the same devices wait for each other rather than deadlock):

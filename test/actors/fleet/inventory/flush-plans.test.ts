@@ -42,7 +42,7 @@ function devicesScans(node: PlanNode, found: { type: string; index?: string; con
   return found;
 }
 
-t.test('postgres: each flush statement on devices probes by device_id, planned generically and for a flush of new devices', async (t) => {
+t.test('postgres: each flush statement on devices probes the primary key by device_id, planned generically and for a flush of new devices', async (t) => {
   const db = await openTestDatabase(t, 'postgres', 'updater-plans-');
   await sql`alter table devices set (autovacuum_enabled = off)`.execute(db);
   await q.writeBatch(db, fleetOnOneVersion(), []);
@@ -63,6 +63,8 @@ t.test('postgres: each flush statement on devices probes by device_id, planned g
       for (const scan of scans) {
         t.match(scan.type, /^(Index|Index Only|Bitmap Heap) Scan$/, `${name}: an index scan (${JSON.stringify(scan)})`);
         t.match(scan.cond, /\bdevice_id = /, `${name}: the index condition names device_id (${JSON.stringify(scan)})`);
+        // Not an index that compares the track and the hash before the id at every level (store-postgres.ts, BY_PRIMARY_KEY).
+        t.equal(scan.index, 'devices_pkey', `${name}: by the primary key (${JSON.stringify(scan)})`);
       }
     }
     // The first executions of a named statement are planned for their values: a touch of as many
@@ -83,7 +85,10 @@ t.test('postgres: each flush statement on devices probes by device_id, planned g
       const explained = await sql.raw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`explain (format json) execute plan_${name}(${values.join(', ')})`).execute(c);
       const scans = devicesScans(explained.rows[0]!['QUERY PLAN'][0].Plan);
       t.ok(scans.length > 0, `${name} for ${n} devices reads devices`);
-      for (const scan of scans) t.match(scan.cond, /\bdevice_id = /, `${name} for ${n} devices: the index condition names device_id (${JSON.stringify(scan)})`);
+      for (const scan of scans) {
+        t.match(scan.cond, /\bdevice_id = /, `${name} for ${n} devices: the index condition names device_id (${JSON.stringify(scan)})`);
+        t.equal(scan.index, 'devices_pkey', `${name} for ${n} devices: by the primary key (${JSON.stringify(scan)})`);
+      }
     }
   });
 });
