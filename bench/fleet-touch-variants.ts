@@ -148,7 +148,7 @@ const variants: Record<string, Variant> = {
       insert or ignore into touch_alone select rowid, last_seen, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport from devices`);
     const touch = byRow(file, `update touch_alone set last_seen = u.column3, hw_free_ram = u.column4, hw_free_disk = u.column5,
       hw_arch = $arch, hw_os = $os, transport = $transport from (values $VALUES) as u
-      where touch_alone.row = u.column1 and u.column2 is not null and $artifact is not null and $hash is not null and $version is not null`);
+      where touch_alone.row = u.column1`);
     return Object.assign(touch, { staleQuery: 'select count(*) as n from touch_alone where last_seen < ?' });
   },
   'temp table, then one update from it': (file) => {

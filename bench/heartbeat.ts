@@ -67,7 +67,7 @@ const PROFILE_DIR = process.env.BENCH_HEARTBEAT_PROFILE;
  * then makes and drops an entry: with 200,000 devices the fleet thread cost about 8 µs a
  * heartbeat against 4.8 sized (bench/results/2026-11-29-fleet-sized-device-memory.md).
  */
-export const FLEET_BUFFER_MB = Math.max(16, Math.ceil((DEVICES * KINDS.length * KNOWN_ENTRY_BYTES) / 2 ** 20));
+const FLEET_BUFFER_MB = Math.max(16, Math.ceil((DEVICES * KINDS.length * KNOWN_ENTRY_BYTES) / 2 ** 20));
 const COAP_IN_FLIGHT = 64;
 const COAP_WARMUP_MS = 300;
 /** Server / bare CPU per HTTP heartbeat. */
