@@ -178,6 +178,20 @@ t.test('reports are accepted with 204, validated and counted', async (t) => {
   t.equal(metricValue(metrics, 'updater_http_request_seconds_count', { route: 'report', status: '4xx' }), 1);
 });
 
+t.test('heartbeats are timed under their route and status class, the refused ones too', async (t) => {
+  const { v2, server } = plain;
+  const counts = async () => {
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    return ['2xx', '4xx'].map((status) => metricValue(metrics, 'updater_http_request_seconds_count', { route: 'heartbeat', status }));
+  };
+  const [answered, refused] = await counts();
+  t.equal((await heartbeat(server.url, v2.hash)).status, 200);
+  t.equal((await heartbeat(server.url, randomHash())).status, 200);
+  t.equal((await postJson(`${server.url}/heartbeat`, '{"device_id":')).status, 400);
+  t.equal((await postJson(`${server.url}/heartbeat`, { device_id: 'd', version: 'x'.repeat(10_000) })).status, 413);
+  t.same(await counts(), [answered! + 2, refused! + 2]);
+});
+
 t.test('health lists every track', async (t) => {
   const fixture = await makeFixture();
   t.teardown(() => fixture.cleanup());

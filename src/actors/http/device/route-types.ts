@@ -13,9 +13,6 @@ import type { Exchange } from '../server/respond.js';
 /** `certifiedId`: the device of a verified client certificate (only on the certificate front's listener), else undefined. */
 export type Handler = (ex: Exchange, req: HttpRequest, certifiedId: string | undefined) => Promise<void>;
 
-/** A handler that ends its request itself: `finish()` once answered, `fail(err)` when it cannot be. */
-export type CallbackHandler = (ex: Exchange, req: HttpRequest, certifiedId: string | undefined, finish: () => void, fail: (err: unknown) => void) => void;
-
 /** A device listener's app, and on the certificate front's loopback listener the reader of its certified device. */
 export interface DeviceApp {
   readonly app: TemplatedApp;

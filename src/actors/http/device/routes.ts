@@ -3,20 +3,20 @@ import { createReportLog } from '../../front-ends/report-log.js';
 import { ReportLimiter, reportLimitCounter } from '../../../shared/report-limit.js';
 import { reportRecord } from '../../front-ends/fleet-feed.js';
 import type { TransferKind } from '../../../messages/store.js';
-import { validateHeartbeat, validateReport, MAX_DEVICE_BODY_BYTES } from '../../../shared/wire/validate.js';
+import { validateReport, MAX_DEVICE_BODY_BYTES } from '../../../shared/wire/validate.js';
 import { UpdaterError } from '../../../shared/errors.js';
 import { patchFormatSegment, type DeltaFormat } from '../../../shared/delta-formats.js';
 import { assertSha256Hex } from '../../../shared/hash.js';
-import { onBodyText, parseJson, readBody } from '../server/body.js';
+import { parseJson, readBody } from '../server/body.js';
 import { noneMatch, rangeApplies, transferETag } from './conditional.js';
 import { parseRange } from './range.js';
 import { exchange, methodNotAllowed, send, sendError, sendJson, type Exchange } from '../server/respond.js';
 import { answerFailure, openRequest } from '../server/route.js';
-import { answerAtTurnEnd } from '../server/turn-end-answers.js';
 import { streamTransfer } from './stream.js';
 import { registerDeviceAuthRoute } from './auth-route.js';
-import type { CallbackHandler, DeviceApp, DeviceRoute, RouteDeps } from './route-types.js';
+import type { DeviceApp, DeviceRoute, RouteDeps } from './route-types.js';
 import { keysRoute } from './keys-route.js';
+import { heartbeatHandler } from './heartbeat-route.js';
 import { sendMetrics } from '../server/metrics-route.js';
 
 /** The header's name as bytes, which uWS reads in place (a string it copies on every request, respond.ts). */
@@ -28,10 +28,11 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
   const apps = deviceApps.map((d) => d.app);
   const serving = { metrics, isDraining: () => deps.isDraining(), log: ctx.log };
   /**
-   * Registers a route whose handler ends the request itself: `finish()` once answered,
-   * `fail(err)` when not. GET routes answer HEAD too (RFC 9110 §9.3.2): the same headers, no body.
+   * Registers a route: its handler's promise settles once the request is answered, and a
+   * failure is answered with the error registry's status. GET routes answer HEAD too (RFC 9110
+   * §9.3.2): the same headers, no body.
    */
-  const register = (method: 'get' | 'post', path: string, name: string, handler: CallbackHandler) => {
+  const route: DeviceRoute = (method, path, name, handler) => {
     const serve = (head: boolean, certifiedIdOf: DeviceApp['certifiedId']) => (res: HttpResponse, req: HttpRequest) => {
       // Read before the first await (uWS reuses the request object); listeners without a
       // certificate front never look at the header.
@@ -43,11 +44,14 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
         answerFailure(ex, err, name, ctx.log, 'request failed');
         done();
       };
+      let handled: Promise<void>;
       try {
-        handler(ex, req, certifiedId, done, fail);
+        handled = handler(ex, req, certifiedId);
       } catch (err) {
-        fail(err);
+        handled = Promise.reject(err);
       }
+      // A throw from `done` or `fail` themselves is the server's own fault, logged.
+      void handled.then(done, fail).catch((err) => ctx.log.error({ err, route: name }, 'request failed after its answer'));
     };
     for (const { app, certifiedId } of deviceApps) {
       app[method](path, serve(false, certifiedId));
@@ -55,46 +59,20 @@ export function registerDeviceRoutes(deviceApps: readonly DeviceApp[], deps: Rou
     }
     allowed.set(path, method === 'get' ? ['GET', 'HEAD'] : ['POST']);
   };
-  // `fail` answers a handler's failure; a throw from `finish` or `fail` themselves is the server's own fault, logged.
-  const route: DeviceRoute = (method, path, name, handler) =>
-    register(method, path, name, (ex, req, certifiedId, finish, fail) => void handler(ex, req, certifiedId).then(finish, fail)
-      .catch((err) => ctx.log.error({ err, route: name }, 'request failed after its answer')));
   const allowed = new Map<string, string[]>();
 
   const logReport = createReportLog(ctx.log, ctx.registry);
   const reportLimit = new ReportLimiter({ burst: ctx.config.fleet.reportBurst, perMinute: ctx.config.fleet.reportsPerMinute });
   const reportLimited = reportLimitCounter(ctx.registry, 'http');
 
-  const { gate, heartbeats } = deps;
+  const { gate } = deps;
   /** The Authorization header of a device request, read before the first await (uWS forgets it after); '' with auth off. */
   const authorizationOf = (req: HttpRequest) => (gate.on ? req.getHeader(AUTHORIZATION) : '');
 
-  // The busiest route, written without promises: when the snapshot holds the answer, the
-  // heartbeat is parsed and answered in the turn its body arrives, its answer written with
-  // that turn's others (turn-end-answers.ts), then fed to the inventory.
-  register('post', '/heartbeat', 'heartbeat', (ex, req, certified, finish, fail) => {
-    const receivedAtMs = Date.now();
-    const authorization = authorizationOf(req);
-    onBodyText(ex, req, MAX_DEVICE_BODY_BYTES, (body) => {
-      const pass = gate.admitBearer(authorization, certified);
-      // Parsed and validated once: every later stage takes this one typed heartbeat.
-      const heartbeat = validateHeartbeat(parseJson(body));
-      gate.requireDevice(pass, heartbeat.deviceId);
-      // Only an answered heartbeat enters the inventory, and only once the device has its answer.
-      const recorded = () => {
-        try {
-          deps.fleet.heartbeat(heartbeat, 'http', receivedAtMs);
-          finish();
-        } catch (err) {
-          fail(err);
-        }
-      };
-      const answered = (answer: string) => answerAtTurnEnd(ex, 200, answer, recorded);
-      const answer = heartbeats.answer(heartbeat);
-      if (typeof answer === 'string') answered(answer);
-      else answer.then(answered).catch(fail);
-    }, fail);
-  });
+  // The busiest route, one object per request and no promise when the snapshot holds the
+  // answer (heartbeat-route.ts).
+  for (const { app, certifiedId } of deviceApps) app.post('/heartbeat', heartbeatHandler(deps, serving, authorizationOf, certifiedId));
+  allowed.set('/heartbeat', ['POST']);
 
   route('post', '/report', 'report', async (ex, req, certified) => {
     const authorization = authorizationOf(req);

@@ -35,12 +35,18 @@ export function openRequest(res: HttpResponse, name: string, serving: RouteServi
     stop(status);
     onDone?.(status);
   };
-  if (serving.isDraining()) {
-    sendError(ex, new UpdaterError('SHUTTING_DOWN'), { Connection: 'close' });
+  if (refuseWhileDraining(ex, serving)) {
     done();
     return undefined;
   }
   return { ex, done };
+}
+
+/** While the server drains, answers 503 with `Connection: close` and returns true; the caller records the request. */
+export function refuseWhileDraining(ex: Exchange, serving: RouteServing): boolean {
+  if (!serving.isDraining()) return false;
+  sendError(ex, new UpdaterError('SHUTTING_DOWN'), { Connection: 'close' });
+  return true;
 }
 
 /** Answers a handler's failure with the registry's status; logged when the fault is the server's. */

@@ -30,14 +30,16 @@ function bytesOf(body: string): Buffer {
   return bytes;
 }
 
-interface Held {
+/** An answer held for the turn's end: a 200 with a JSON body. */
+export interface HeldAnswer {
   readonly ex: Exchange;
-  readonly status: number;
+  /** The JSON body. */
   readonly body: string;
-  readonly then: () => void;
+  /** Called once the answer is written, also when the client went away meanwhile (the answer was given); must not throw. */
+  answered(): void;
 }
 
-let held: Held[] = [];
+let held: HeldAnswer[] = [];
 let scheduled = false;
 
 /**
@@ -48,24 +50,25 @@ export function writeHeldAnswers(): void {
   scheduled = false;
   const answers = held;
   held = [];
-  for (const { ex, status, body, then } of answers) {
-    if (!ex.aborted) writeAnswer(ex, status, bytesOf(body));
-    then();
+  for (const answer of answers) {
+    if (!answer.ex.aborted) writeAnswer(answer.ex, 200, bytesOf(answer.body));
+    answer.answered();
   }
 }
 
 /**
- * Answers `ex` with a JSON body once this turn's requests have all been dispatched, then
- * calls `then`, which must not throw (also when the client went away meanwhile: the answer
- * was given). The exchange counts as answered from now on, so nothing else writes to it.
+ * Answers `answer.ex` with 200 and `answer.body` once this turn's requests have all been
+ * dispatched, then calls `answer.answered()`. The exchange counts as answered from now on, so
+ * nothing else writes to it.
  */
-export function answerAtTurnEnd(ex: Exchange, status: number, body: string, then: () => void): void {
+export function answerAtTurnEnd(answer: HeldAnswer): void {
+  const ex = answer.ex;
   if (ex.aborted || ex.done) {
-    then();
+    answer.answered();
     return;
   }
   ex.done = true;
-  held.push({ ex, status, body, then });
+  held.push(answer);
   if (!scheduled) {
     scheduled = true;
     setImmediate(writeHeldAnswers);

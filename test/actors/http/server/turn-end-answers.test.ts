@@ -21,7 +21,7 @@ function recordingResponse(name: string, log: string[]) {
 t.test('the answers of one turn are written after it, in order, each followed by its own callback', async (t) => {
   const log: string[] = [];
   const exchanges = ['a', 'b', 'c'].map((name) => ({ name, ex: exchange(recordingResponse(name, log).res) }));
-  for (const { name, ex } of exchanges) answerAtTurnEnd(ex, 200, `{"device":"${name}"}`, () => log.push(`${name} then`));
+  for (const { name, ex } of exchanges) answerAtTurnEnd({ ex, body: `{"device":"${name}"}`, answered: () => log.push(`${name} then`) });
   t.same(log, [], 'nothing is written within the turn');
   t.ok(exchanges.every(({ ex }) => ex.done), 'each exchange counts as answered at once');
   await nextTurn();
@@ -34,7 +34,7 @@ t.test('a client gone before the turn ends gets nothing written, and its callbac
   const gone = recordingResponse('gone', log);
   const ex = exchange(gone.res);
   let called = 0;
-  answerAtTurnEnd(ex, 200, '{}', () => called++);
+  answerAtTurnEnd({ ex, body: '{}', answered: () => called++ });
   gone.abort();
   await nextTurn();
   t.same(log, [], 'no write to an aborted response');
@@ -45,12 +45,12 @@ t.test('a client gone before the turn ends gets nothing written, and its callbac
 t.test('an exchange is answered once: nothing is written after a held answer, nor a held answer after another', async (t) => {
   const log: string[] = [];
   const held = exchange(recordingResponse('held', log).res);
-  answerAtTurnEnd(held, 200, '{"first":true}', () => undefined);
+  answerAtTurnEnd({ ex: held, body: '{"first":true}', answered: () => undefined });
   sendError(held, new UpdaterError('MALFORMED_BODY')); // what a later failure of the route would do
   const answered = exchange(recordingResponse('answered', log).res);
   sendError(answered, new UpdaterError('MALFORMED_BODY'));
   let called = 0;
-  answerAtTurnEnd(answered, 200, '{"second":true}', () => called++);
+  answerAtTurnEnd({ ex: answered, body: '{"second":true}', answered: () => called++ });
   t.equal(called, 1, 'the callback runs at once for an exchange already answered');
   await nextTurn();
   const ends = log.filter((line) => line.includes(' end '));
@@ -63,7 +63,7 @@ t.test('a drain writes the held answers at once, and the end of the turn writes 
   const log: string[] = [];
   const ex = exchange(recordingResponse('held', log).res);
   let called = 0;
-  answerAtTurnEnd(ex, 200, '{}', () => called++);
+  answerAtTurnEnd({ ex, body: '{}', answered: () => called++ });
   writeHeldAnswers(); // what the HTTP actor's drain does before it closes the connections
   t.same(log, ['held status 200 OK', 'held Content-Type: application/json', 'held end {}'], 'written before the drain closes the connections');
   t.equal(called, 1, 'and handed on (the inventory), before the drain flushes the feed');
