@@ -19,15 +19,14 @@ export function createHttpMetrics(registry: Registry): HttpMetrics {
     [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5], registry);
   const recorderFor = routeClassRecorders(requests, (route, digit) => ({ route, status: `${digit}xx` }));
   const device = createDeviceCounters(registry, 'http');
-  const requestRecorder = (route: string) => (status: number, started: number) =>
+  const record = (route: string, status: number, started: number) =>
     recorderFor(route, DIGITS[Math.floor(status / 100)] ?? '?')((performance.now() - started) / 1000);
   return {
     startRequest(route) {
       const started = performance.now();
-      const record = requestRecorder(route);
-      return (status) => record(status, started);
+      return (status) => record(route, status, started);
     },
-    requestRecorder,
+    requestRecorder: (route) => (status, started) => record(route, status, started),
     report: device.report,
     transferred: device.transferred,
   };
