@@ -8,8 +8,8 @@ export const FRONT_ENDS = 2;
 const ANSWER_BYTES = 1024;
 /** One binary's hash and size in a snapshot (docs/memory.md). */
 const BINARY_BYTES = 160;
-/** One transfer's key and description in a snapshot (docs/memory.md). */
-const TRANSFER_BYTES = 400;
+/** One transfer's key and description in a snapshot, and its place in the front-end's index of them (docs/memory.md). */
+const TRANSFER_BYTES = 460;
 
 export interface SnapshotShape {
   readonly tracks: number;

@@ -1,4 +1,4 @@
-import { FULL_ANSWER, signedAnswerKey, transferKey, type DecisionSnapshot, type TargetAnswers } from '../../messages/decision-snapshot.js';
+import { FULL_ANSWER, signedAnswerKey, type DecisionSnapshot, type TargetAnswers } from '../../messages/decision-snapshot.js';
 import type { HeartbeatRequest } from '../../messages/manifester.js';
 import type { TransferInfo } from '../../messages/store.js';
 import { decide, type StoreQuery } from '../../shared/decision/decide.js';
@@ -8,6 +8,7 @@ import type { WindowClock } from '../../shared/decision/window-clock.js';
 import { chooseFormat, type DeltaFormat } from '../../shared/delta-formats.js';
 import type { ManifestWire } from '../../shared/wire/keys.js';
 import type { TargetingFacts } from './targeting-facts.js';
+import { TRANSFER_INDEX_BYTES, TransferIndex } from './transfer-index.js';
 
 // A front-end's copy of the manifester's decisions: it answers a heartbeat from the latest
 // snapshot (src/messages/decision-snapshot.ts) with the manifester's own pure rules
@@ -59,19 +60,21 @@ export class DecisionReplica<T> {
     return this.snapshot?.version ?? '';
   }
 
-  /** What the snapshot held weighs (0 before the first). */
+  /** What the snapshot held weighs, with the index of its transfers (0 before the first). */
   get bytes(): number {
-    return this.snapshot?.bytes ?? 0;
+    const snapshot = this.snapshot;
+    return snapshot ? snapshot.bytes + snapshot.transfers.size * TRANSFER_INDEX_BYTES : 0;
   }
 
   apply(snapshot: DecisionSnapshot<T>): void {
     this.snapshot = snapshot;
     this.waits = new Map();
-    const { binaries, transfers } = snapshot;
+    const { binaries } = snapshot;
+    const transfers = new TransferIndex(snapshot.transfers.values());
     this.store = {
       binarySize: (hash) => binaries.get(hash),
-      delta: (from, to, format) => transfers.get(transferKey('delta', to, from, format)),
-      full: (to) => transfers.get(transferKey('full', to)),
+      delta: (from, to, format) => transfers.delta(from, to, format),
+      full: (to) => transfers.full(to),
     };
   }
 

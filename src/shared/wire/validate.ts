@@ -5,6 +5,7 @@ import { assertSha256Hex, isSha256Hex } from '../hash.js';
 import { invalidField as fail, isRecord } from '../input.js';
 import { parseAttributes, type Attributes } from '../targeting/attributes.js';
 import { MAX_VERSION_LABEL_LENGTH, NOT_PRINTABLE } from '../version-label.js';
+import { PassedTexts } from './passed-texts.js';
 
 // Validation of decoded device messages, shared by the JSON (HTTP) and CBOR (CoAP) codecs:
 // each codec maps its keys to these field names, then one set of rules applies.
@@ -134,12 +135,32 @@ function present(value: unknown, field: string): void {
   if (value === undefined || value === null) fail(field, 'is required');
 }
 
+/** Version hashes and track keys already found valid on this thread (passed-texts.ts). */
+const passedHashes = new PassedTexts();
+const passedTracks = new PassedTexts();
+
+function versionHashField(value: unknown): string {
+  if (passedHashes.has(value)) return value;
+  passedHashes.add(assertSha256Hex(value, 'version_hash'));
+  return value as string;
+}
+
+/** The track key as sent ('' for the default track), once it is found to be one. */
+function trackField(value: unknown): string {
+  if (passedTracks.has(value)) return value;
+  const artifact = text(value, 'artifact', 200, false);
+  if (artifact === '') return artifact;
+  parseTrackKey(artifact);
+  passedTracks.add(artifact);
+  return artifact;
+}
+
 export function validateHeartbeat(body: unknown): Heartbeat {
   if (!isRecord(body)) throw new UpdaterError('MALFORMED_BODY', 'a heartbeat must be an object');
   const fields = body as HeartbeatFields;
   // Spec 2.1: every field but artifact is part of a heartbeat (docs/protocol.md, "Required fields").
   const deviceId = deviceIdField(fields.device_id);
-  const versionHash = assertSha256Hex(fields.version_hash, 'version_hash');
+  const versionHash = versionHashField(fields.version_hash);
   const timestamp = integer(fields.timestamp, 'timestamp', true);
   present(fields.version, 'version');
   const version = text(fields.version, 'version', MAX_VERSION_LABEL_LENGTH, false);
@@ -152,8 +173,7 @@ export function validateHeartbeat(body: unknown): Heartbeat {
   const hwOs = text(hw.os, 'hw_info.os', 32, false);
   const hwFreeRam = integer(hw.free_ram, 'hw_info.free_ram', true);
   const hwFreeDisk = integer(hw.free_disk, 'hw_info.free_disk', true);
-  const artifact = text(fields.artifact, 'artifact', 200, false);
-  if (artifact !== '') parseTrackKey(artifact);
+  const artifact = trackField(fields.artifact);
   const deltaFormats = formatList(fields.delta_formats);
   const attributes = fields.attributes === undefined || fields.attributes === null ? undefined : parseAttributes(fields.attributes);
   return {
