@@ -47,6 +47,14 @@ import { runWrk } from './wrk.js';
 export const SECONDS = positiveInt(process.env.BENCH_HEARTBEAT_SECONDS, 6);
 export const ROUNDS = positiveInt(process.env.BENCH_HEARTBEAT_ROUNDS, 3);
 export const WARMUP_SECONDS = 2;
+/**
+ * How long a run's CPU is still read after its load stops: the fleet actor writes what the
+ * run's last second sent at its next flush (fleet.flush_interval, 1 s), and the write takes
+ * a few tenths more. Read at once, that flush was counted to no one: not in the server's CPU a
+ * heartbeat, which it flattered, and it ran during the next side's run on the same core,
+ * which it slowed. Every side waits the same, the bare handlers too.
+ */
+export const SETTLE_MS = 1_500;
 export const CONNECTIONS = 64;
 export const THREADS = 1;
 /** Server / bare uWS heartbeats per second. */
@@ -104,6 +112,8 @@ interface Server {
 interface Run {
   readonly perSecond: number;
   readonly cpuUsPerHeartbeat: number;
+  /** The part of cpuUsPerHeartbeat spent after the load stopped (SETTLE_MS). */
+  readonly settleUsPerHeartbeat: number;
   readonly load1: number;
 }
 
@@ -301,7 +311,7 @@ async function measureAll(fixture: Fixture, servers: Server[], children: ChildPr
     for (const side of roundOrder(sides, round)) {
       const run = await measure(side, SECONDS);
       side.runs.push(run);
-      console.log(`  round ${round + 1} ${side.label.padEnd(22)} ${formatNumber(run.perSecond, 0).padStart(8)} heartbeats/s  cpu ${run.cpuUsPerHeartbeat.toFixed(1).padStart(5)} us/heartbeat  (load ${run.load1.toFixed(2)})`);
+      console.log(`  round ${round + 1} ${side.label.padEnd(22)} ${formatNumber(run.perSecond, 0).padStart(8)} heartbeats/s  cpu ${run.cpuUsPerHeartbeat.toFixed(1).padStart(5)} us/heartbeat (${run.settleUsPerHeartbeat.toFixed(1)} of it after the load)  (load ${run.load1.toFixed(2)})`);
     }
   }
   const loadEnd = loadavg();
@@ -410,12 +420,15 @@ async function measure(side: Side, seconds: number, warmUp = false): Promise<Run
   const before = processCpuSeconds(side.pid);
   const started = monotonicUs();
   const { perSecond, answered } = await side.load(seconds);
+  const loaded = processCpuSeconds(side.pid);
+  await sleep(SETTLE_MS);
   const used = processCpuSeconds(side.pid) - before;
   if (side.server && !warmUp) {
     side.server.served += answered;
     side.server.windows.push([started, monotonicUs()]);
   }
-  return { perSecond, cpuUsPerHeartbeat: (used * 1e6) / Math.max(1, answered), load1: loadavg()[0]! };
+  const perHeartbeat = (cpuSeconds: number) => (cpuSeconds * 1e6) / Math.max(1, answered);
+  return { perSecond, cpuUsPerHeartbeat: perHeartbeat(used), settleUsPerHeartbeat: perHeartbeat(before + used - loaded), load1: loadavg()[0]! };
 }
 
 async function startServer(fixture: Fixture, engine: Engine, auth: boolean, artifacts: { name: string; version: string; binary: string }[]): Promise<Server> {
