@@ -21,6 +21,23 @@ const GROUPED_STATEMENTS = 8;
 const GROUP_MIN = 64;
 
 /**
+ * A statement's rows, one array parameter per column from `$first` on, as a subquery `u`: one
+ * unnest per column in a select list, which the executor streams row by row (ProjectSet).
+ * `from unnest(a, b, …)` copies every row into a tuplestore before the first is read: that was
+ * a fifth of the backend's CPU a touched device (10.0 against 7.9 µs, 100,000 devices,
+ * bench/results/2026-11-30-postgres-streamed-rows.md). Arrays of unequal length pad the short
+ * ones with nulls either way; the flush's are all one length.
+ */
+function arrayRows(columns: readonly (readonly [name: string, type: string])[], first = 1): string {
+  return `(select ${columns.map(([name, type], i) => `unnest($${first + i}::${type}[]) as ${name}`).join(', ')}) as u`;
+}
+
+/** The ten device columns of TOUCH, INSERT_NEW and UPSERT, in deviceColumns' order. */
+const DEVICE_COLUMNS = [['device_id', 'text'], ['artifact', 'text'], ['version_hash', 'text'], ['version', 'text'], ['hw_arch', 'text'], ['hw_os', 'text'],
+  ['hw_free_ram', 'bigint'], ['hw_free_disk', 'bigint'], ['transport', 'text'], ['last_seen', 'bigint']] as const;
+const DEVICE_NAMES = DEVICE_COLUMNS.map(([name]) => name).join(', ');
+
+/**
  * How TOUCH and TOUCH_VERSION find a device: by the primary key, the device's version checked
  * on the row found, as one expression that no index can serve. Compared column by column, the
  * planner took the (artifact, version_hash, device_id) index, whose probe compares the track
@@ -32,25 +49,23 @@ const GROUP_MIN = 64;
  */
 const BY_PRIMARY_KEY = 'd.device_id = u.device_id collate "C" and (d.artifact = u.artifact and d.version_hash = u.version_hash and d.version = u.version) is true';
 
-const TOUCH = `update devices as d set last_seen = u.last_seen, hw_arch = u.hw_arch, hw_os = u.hw_os,
-    hw_free_ram = u.hw_free_ram, hw_free_disk = u.hw_free_disk, transport = u.transport
-  from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
-    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+const SET_SEEN = `set last_seen = u.last_seen, hw_arch = u.hw_arch, hw_os = u.hw_os,
+    hw_free_ram = u.hw_free_ram, hw_free_disk = u.hw_free_disk, transport = u.transport`;
+const TOUCH = `update devices as d ${SET_SEEN}
+  from ${arrayRows(DEVICE_COLUMNS)}
   where ${BY_PRIMARY_KEY}`;
 /**
- * TOUCH for the devices of one track, hash and version: the three texts are sent once and
- * repeated on the server (array_fill), not encoded, sent and parsed once per device (the hash
- * is 64 characters). The join is TOUCH's own, so the planner sees the same shape: compared
- * with the three texts as constants it walked their range of the (artifact, version_hash,
- * device_id) index once per device, and with them as expressions it took the devices of the
- * version for a few rows and scanned the unnested ones for each (a flush of 20,000 new devices
- * into a table of 20,000 ran 42 s).
+ * TOUCH for the devices of one track, hash and version: the three texts are sent once, as
+ * $8 to $10, and repeated on the server (array_fill), not encoded, sent and parsed once per
+ * device (the hash is 64 characters). The join is TOUCH's own, so the planner sees the same
+ * shape: given the three texts as constants, it read the version's devices by the primary
+ * key's whole range for a few rows and scanned the unnested ones for each (flush-plans.test.ts;
+ * a flush of 20,000 new devices into a table of 20,000 ran 42 s).
  */
-const TOUCH_VERSION = `update devices as d set last_seen = u.last_seen, hw_arch = u.hw_arch, hw_os = u.hw_os,
-    hw_free_ram = u.hw_free_ram, hw_free_disk = u.hw_free_disk, transport = u.transport
-  from unnest($1::text[], array_fill($8::text, array[cardinality($1::text[])]), array_fill($9::text, array[cardinality($1::text[])]),
-      array_fill($10::text, array[cardinality($1::text[])]), $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[])
-    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+const TOUCH_VERSION = `update devices as d ${SET_SEEN}
+  from (select unnest($1::text[]) as device_id, ${['artifact', 'version_hash', 'version'].map((name, i) => `unnest(array_fill($${8 + i}::text, array[cardinality($1::text[])])) as ${name}`).join(', ')},
+    unnest($2::text[]) as hw_arch, unnest($3::text[]) as hw_os, unnest($4::bigint[]) as hw_free_ram, unnest($5::bigint[]) as hw_free_disk,
+    unnest($6::text[]) as transport, unnest($7::bigint[]) as last_seen) as u
   where ${BY_PRIMARY_KEY}`;
 /**
  * The rows of devices the touch missed, locked until the flush commits (in device_id order, so
@@ -60,27 +75,26 @@ const TOUCH_VERSION = `update devices as d set last_seen = u.last_seen, hw_arch 
  */
 const LOCATE = 'select device_id, artifact, version_hash, version from devices where device_id = any($1::text[]) order by device_id collate "C" for update';
 /** The devices LOCATE did not find: inserted unless another replica did since (those are located again). */
-const INSERT_NEW = `insert into devices (device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, first_seen, last_seen)
-  select u.*, u.last_seen from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
-    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+const INSERT_NEW = `insert into devices (${DEVICE_NAMES}, first_seen)
+  select u.*, u.last_seen from ${arrayRows(DEVICE_COLUMNS)}
   on conflict (device_id) do nothing returning device_id`;
-const UPSERT = `insert into devices (device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, first_seen, last_seen)
-  select u.*, u.last_seen from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::bigint[])
-    as u(device_id, artifact, version_hash, version, hw_arch, hw_os, hw_free_ram, hw_free_disk, transport, last_seen)
+const UPSERT = `insert into devices (${DEVICE_NAMES}, first_seen)
+  select u.*, u.last_seen from ${arrayRows(DEVICE_COLUMNS)}
   on conflict (device_id) do update set artifact = excluded.artifact, version_hash = excluded.version_hash, version = excluded.version,
     hw_arch = excluded.hw_arch, hw_os = excluded.hw_os, hw_free_ram = excluded.hw_free_ram, hw_free_disk = excluded.hw_free_disk,
     transport = excluded.transport, last_seen = excluded.last_seen`;
 const GAIN = `insert into fleet_versions (artifact, version_hash, version, devices)
-  select * from unnest($1::text[], $2::text[], $3::text[], $4::integer[])
+  select * from ${arrayRows([['artifact', 'text'], ['version_hash', 'text'], ['version', 'text'], ['devices', 'integer']])}
   on conflict (artifact, version_hash) do update set devices = fleet_versions.devices + excluded.devices, version = excluded.version`;
 const LOSE = `update fleet_versions as f set devices = f.devices + u.by
-  from unnest($1::text[], $2::text[], $3::integer[]) as u(artifact, version_hash, by)
+  from ${arrayRows([['artifact', 'text'], ['version_hash', 'text'], ['by', 'integer']])}
   where f.artifact = u.artifact and f.version_hash = u.version_hash`;
 const REPORTS = `insert into reports (device_id, previous_hash, new_hash, success, rollback_reason, "timestamp", received_at, received_at_ms)
-  select * from unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[])`;
+  select * from ${arrayRows([['device_id', 'text'], ['previous_hash', 'text'], ['new_hash', 'text'], ['success', 'integer'], ['rollback_reason', 'text'],
+    ['timestamp', 'bigint'], ['received_at', 'bigint'], ['received_at_ms', 'bigint']])}`;
 const LAST_REPORTS = `update devices as d set last_report_success = u.success, last_report_new_hash = u.new_hash,
     last_report_reason = u.reason, last_report_at = u.at
-  from unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::bigint[]) as u(device_id, success, new_hash, reason, at)
+  from ${arrayRows([['device_id', 'text'], ['success', 'integer'], ['new_hash', 'text'], ['reason', 'text'], ['at', 'bigint']])}
   where d.device_id = u.device_id collate "C"`;
 
 /** The statements that reach devices (exported for the test that checks how each does). */
