@@ -8,6 +8,15 @@ import { availableParallelism } from 'node:os';
 //
 //   server (and its baseline)  ─ first half of the cores
 //   load generator (wrk, curl, the CoAP load loop) ─ second half
+//
+// wrk and curl also run in a session of their own (`setsid`). Linux's autogroup scheduling
+// (on by default, /proc/sys/kernel/sched_autogroup_enabled) gives each session one weight,
+// spread over the cores by where its processes run. In the bench's session, wrk on the load
+// core had only what the server under test, busy on the other core, left of that weight. A
+// process of another session on wrk's core (PostgreSQL flushing the inventory) then took
+// most of that core: a busy loop in a session of its own left wrk 0.39 of it, against 0.50
+// with wrk in its own session (bench/results/2026-11-30-postgres-streamed-rows.md). Both
+// stop by themselves (wrk -d, curl --max-time), so nothing is left behind.
 
 export interface CpuPlan {
   readonly pinned: boolean;
@@ -21,7 +30,10 @@ export interface CpuPlan {
 let plan: CpuPlan | undefined;
 
 export function cpuPlan(): CpuPlan {
-  plan ??= decide();
+  if (plan === undefined) {
+    const decided = decide();
+    plan = { ...decided, description: `${decided.description}; wrk and curl ${hasSetsid() ? 'in a session of their own' : 'in the bench\'s session (no setsid)'}` };
+  }
   return plan;
 }
 
@@ -52,10 +64,30 @@ export function expandCpuList(list: string): number[] {
   });
 }
 
-/** A command line run on `role`'s cores (unchanged when nothing is pinned). */
+/**
+ * A command line run on `role`'s cores (unchanged when nothing is pinned); a load generator's
+ * also in a session of its own where `setsid` is installed (see above).
+ */
 export function onCores(role: 'server' | 'load', command: string, args: readonly string[]): [string, string[]] {
   const p = cpuPlan();
-  return p.pinned ? ['taskset', ['-c', p[role], command, ...args]] : [command, [...args]];
+  const [file, argv]: [string, string[]] = p.pinned ? ['taskset', ['-c', p[role], command, ...args]] : [command, [...args]];
+  // --wait: should setsid have to fork (it does when it leads its process group), it still
+  // exits with the command's status.
+  return role === 'load' && hasSetsid() ? ['setsid', ['--wait', file, ...argv]] : [file, argv];
+}
+
+let setsidFound: boolean | undefined;
+
+function hasSetsid(): boolean {
+  if (setsidFound === undefined) {
+    try {
+      execFileSync('setsid', ['--version'], { stdio: 'ignore' });
+      setsidFound = true;
+    } catch {
+      setsidFound = false;
+    }
+  }
+  return setsidFound;
 }
 
 /**
