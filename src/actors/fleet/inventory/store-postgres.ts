@@ -21,15 +21,16 @@ const GROUPED_STATEMENTS = 8;
 const GROUP_MIN = 64;
 
 /**
- * A statement's rows, one array parameter per column from `$first` on, as a subquery `u`: one
+ * A statement's rows, one array parameter per column ($1, $2, …), as a subquery `u`: one
  * unnest per column in a select list, which the executor streams row by row (ProjectSet).
- * `from unnest(a, b, …)` copies every row into a tuplestore before the first is read: that was
- * a fifth of the backend's CPU a touched device (10.0 against 7.9 µs, 100,000 devices,
- * bench/results/2026-11-30-postgres-streamed-rows.md). Arrays of unequal length pad the short
- * ones with nulls either way; the flush's are all one length.
+ * `from unnest(a, b, …)` copies every row into a tuplestore before the first is read: the
+ * database server spent 10.35 µs a touched device that way and 8.70 streamed (medians of the
+ * fleet-write bench, 200,000 devices, bench/results/2026-11-30-postgres-streamed-rows.md).
+ * Arrays of unequal length pad the short ones with nulls either way; the flush's are all one
+ * length.
  */
-function arrayRows(columns: readonly (readonly [name: string, type: string])[], first = 1): string {
-  return `(select ${columns.map(([name, type], i) => `unnest($${first + i}::${type}[]) as ${name}`).join(', ')}) as u`;
+function arrayRows(columns: readonly (readonly [name: string, type: string])[]): string {
+  return `(select ${columns.map(([name, type], i) => `unnest($${i + 1}::${type}[]) as ${name}`).join(', ')}) as u`;
 }
 
 /** The ten device columns of TOUCH, INSERT_NEW and UPSERT, in deviceColumns' order. */
@@ -58,9 +59,10 @@ const TOUCH = `update devices as d ${SET_SEEN}
  * TOUCH for the devices of one track, hash and version: the three texts are sent once, as
  * $8 to $10, and repeated on the server (array_fill), not encoded, sent and parsed once per
  * device (the hash is 64 characters). The join is TOUCH's own, so the planner sees the same
- * shape: given the three texts as constants, it read the version's devices by the primary
- * key's whole range for a few rows and scanned the unnested ones for each (flush-plans.test.ts;
- * a flush of 20,000 new devices into a table of 20,000 ran 42 s).
+ * shape. Given the three texts as constants, its plan for a touch of 3,000 new devices read
+ * every device through the primary key with no condition and matched the streamed rows against
+ * each (flush-plans.test.ts); a plan of that kind ran a flush of 20,000 new devices into a
+ * table of 20,000 for 42 s.
  */
 const TOUCH_VERSION = `update devices as d ${SET_SEEN}
   from (select unnest($1::text[]) as device_id, ${['artifact', 'version_hash', 'version'].map((name, i) => `unnest(array_fill($${8 + i}::text, array[cardinality($1::text[])])) as ${name}`).join(', ')},
