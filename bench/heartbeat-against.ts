@@ -10,6 +10,7 @@ import type { BareWorkerData } from './bare-uws.js';
 import { startBareWorker, stopBareWorker } from './bare-worker.js';
 import { threadCpu, threadCpuSince } from './threads.js';
 import { comparisonRows, processCpuSeconds, collectWarnings, reportWarnings, startBuildServer, stopNodeProcess, writePortableKeyFile, type Build } from './builds.js';
+import { sleep } from './coap-load.js';
 import { writeCyclingScript } from './fleet-load.js';
 import { BINARY_BYTES, CONNECTIONS, DEVICES, GOAL_MIN_RATIO, heartbeatBody, rawAnswer, ROUNDS, SECONDS, SETTLE_MS, THREADS, WARMUP_SECONDS } from './heartbeat.js';
 import { cpuPlan, pinThisProcess } from './pinning.js';
@@ -130,7 +131,7 @@ async function measure(side: Side, seconds: number): Promise<Run> {
   const before = side.cpuSeconds();
   const threadsBefore = side.pid === undefined ? undefined : threadCpu(side.pid);
   const result = await runWrk({ url: side.url, script: side.script, threads: THREADS, connections: CONNECTIONS, seconds });
-  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  await sleep(SETTLE_MS);
   const used = side.cpuSeconds() - before;
   const threads = new Map<string, number>();
   if (threadsBefore) for (const [name, spent] of threadCpuSince(threadsBefore, threadCpu(side.pid))) threads.set(name, (spent * 1e6) / result.requests);

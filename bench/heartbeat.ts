@@ -422,13 +422,13 @@ async function measure(side: Side, seconds: number, warmUp = false): Promise<Run
   const { perSecond, answered } = await side.load(seconds);
   const loaded = processCpuSeconds(side.pid);
   await sleep(SETTLE_MS);
-  const used = processCpuSeconds(side.pid) - before;
+  const after = processCpuSeconds(side.pid);
   if (side.server && !warmUp) {
     side.server.served += answered;
     side.server.windows.push([started, monotonicUs()]);
   }
   const perHeartbeat = (cpuSeconds: number) => (cpuSeconds * 1e6) / Math.max(1, answered);
-  return { perSecond, cpuUsPerHeartbeat: perHeartbeat(used), settleUsPerHeartbeat: perHeartbeat(before + used - loaded), load1: loadavg()[0]! };
+  return { perSecond, cpuUsPerHeartbeat: perHeartbeat(after - before), settleUsPerHeartbeat: perHeartbeat(after - loaded), load1: loadavg()[0]! };
 }
 
 async function startServer(fixture: Fixture, engine: Engine, auth: boolean, artifacts: { name: string; version: string; binary: string }[]): Promise<Server> {
