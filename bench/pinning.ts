@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
+import { findCommand } from '../test/helpers/system-tool-list.js';
 
 // Separate cores for the load generator and the server under test, where the machine allows:
 // a load generator sharing the server's cores steals the CPU it measures. `taskset` pins; with
@@ -78,16 +79,9 @@ export function onCores(role: 'server' | 'load', command: string, args: readonly
 
 let setsidFound: boolean | undefined;
 
+/** Whether `setsid` (util-linux) is on PATH, looked up once. */
 function hasSetsid(): boolean {
-  if (setsidFound === undefined) {
-    try {
-      execFileSync('setsid', ['--version'], { stdio: 'ignore' });
-      setsidFound = true;
-    } catch {
-      setsidFound = false;
-    }
-  }
-  return setsidFound;
+  return (setsidFound ??= findCommand('setsid') !== undefined);
 }
 
 /**
