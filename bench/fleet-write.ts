@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import type { PackedHeartbeats } from '../src/messages/fleet.js';
 import { driverOf, openDatabase } from '../src/shared/database/connect.js';
 import type { Engine } from '../src/shared/database/schema.js';
 import { createTestDatabase } from '../test/helpers/databases.js';
+import { postgresCpuSeconds, postmasterOf } from './postgres-cpu.js';
 
 // The fleet thread's work per heartbeat measured alone, stage by stage, on one thread and an
 // SQLite file (issue 38): a fleet of DEVICES checking in in turn, front-end batches of BATCH
@@ -29,31 +30,6 @@ const ENGINE = (process.env.BENCH_FLEET_WRITE_ENGINE ?? 'sqlite') as Engine;
 
 function threadNs(): number {
   return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]);
-}
-
-/** CPU seconds of the PostgreSQL server's processes (the postmaster and its children). */
-function serverCpuSeconds(postmaster: string): number {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-      if (fields[1] === postmaster || pid === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks / 100;
-}
-
-/** The postmaster's pid: the parent of this connection's backend, when the server runs on this machine. */
-async function postmasterOf(pool: { query(text: string): Promise<{ rows: unknown[] }> }): Promise<string | undefined> {
-  const backend = ((await pool.query('select pg_backend_pid() as pid')).rows[0] as { pid: number }).pid;
-  try {
-    return readFileSync(`/proc/${backend}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1];
-  } catch {
-    return undefined;
-  }
 }
 
 /** The front-ends' packed batches of one pass over the fleet (made beforehand: not the fleet thread's work). */
@@ -86,7 +62,7 @@ export async function main(passes: number): Promise<void> {
     for (let pass = 0; pass < passes; pass++) {
       const input = batches(pass);
       const ns = { clone: 0, buffer: 0, take: 0, write: 0, written: 0 };
-      const serverBefore = postmaster ? serverCpuSeconds(postmaster) : 0;
+      const serverBefore = postmaster ? postgresCpuSeconds(postmaster) : 0;
       let pending = 0;
       const flush = async () => {
         let t = threadNs();
@@ -115,7 +91,7 @@ export async function main(passes: number): Promise<void> {
       await flush();
       const per = (v: number) => (v / DEVICES / 1000).toFixed(2);
       const fleet = ns.buffer + ns.take + ns.write + ns.written;
-      const server = postmaster ? `; the PostgreSQL server ${(((serverCpuSeconds(postmaster)) - serverBefore) / DEVICES * 1e6).toFixed(2)}` : '';
+      const server = postmaster ? `; the PostgreSQL server ${(((postgresCpuSeconds(postmaster)) - serverBefore) / DEVICES * 1e6).toFixed(2)}` : '';
       console.log(`pass ${pass + 1}${pass === 0 ? ' (first sightings)' : ''}: µs a heartbeat: unpack+buffer ${per(ns.buffer)}, take ${per(ns.take)}, write ${per(ns.write)}, written ${per(ns.written)}; fleet side ${per(fleet)} (+ clone ${per(ns.clone)})${server}`);
     }
   } finally {

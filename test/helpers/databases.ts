@@ -40,9 +40,10 @@ export const ENGINES: readonly Engine[] = ['sqlite', 'postgres'];
 // spend about 0.4 s of CPU loading them one by one (kysely alone is some 400 modules) for nothing.
 const openDatabase = async (location: string) => (await import('../../src/shared/database/connect.js')).openDatabase(location);
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** `fn` with one connection to the PostgreSQL database at `url`, closed again. */
+export async function withConnection<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: TEST_PG_URL });
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await fn(client);
@@ -50,6 +51,8 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
     await client.end();
   }
 }
+
+const admin = <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => withConnection(TEST_PG_URL, fn);
 
 /** A fresh, empty database of the engine; `dir` holds the SQLite file. */
 export async function createTestDatabase(engine: Engine, dir: string): Promise<TestDatabase> {
