@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
 import t from 'tap';
 import { postgresCpuSeconds, postmasterOf } from '../../bench/postgres-cpu.js';
 import { TEST_PG_URL, withConnection } from '../helpers/databases.js';
@@ -16,14 +15,13 @@ t.test("finds a local server's postmaster and counts what its backend spends", a
   const postmaster = await withConnection(TEST_PG_URL, postmasterOf);
   if (postmaster === undefined) return t.fail('no postmaster found for a server on this machine');
   t.equal(readFileSync(`/proc/${postmaster}/comm`, 'utf8').trim(), 'postgres');
-  const client = new pg.Client({ connectionString: TEST_PG_URL });
-  await client.connect();
-  t.teardown(() => client.end());
-  t.equal(await postmasterOf(client), postmaster, 'every connection has the one postmaster');
-  const before = postgresCpuSeconds(postmaster);
-  // Some tenths of a second of the backend's CPU, and none of this process's.
-  await client.query('select count(*) from generate_series(1, 2000000)');
-  t.ok(postgresCpuSeconds(postmaster) - before >= 0.05, 'the backend\'s work is counted');
+  await withConnection(TEST_PG_URL, async (client) => {
+    t.equal(await postmasterOf(client), postmaster, 'every connection has the one postmaster');
+    const before = postgresCpuSeconds(postmaster);
+    // Some tenths of a second of the backend's CPU, and none of this process's.
+    await client.query('select count(*) from generate_series(1, 2000000)');
+    t.ok(postgresCpuSeconds(postmaster) - before >= 0.05, 'the backend\'s work is counted');
+  });
 });
 
 t.test('a backend pid that names no postgres process here gives no postmaster', async (t) => {
